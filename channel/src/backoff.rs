@@ -1,0 +1,110 @@
+//! Waiting a little before retrying: exponential backoff for CAS retries and
+//! randomised, growing backoff (jitter) for add-only claims.
+//!
+//! Both go through `sync::spin_hint`/`sync::yield_thread`, so under loom a
+//! retry loop yields to the model checker instead of spinning for ever.
+
+use std::cell::Cell;
+
+use crate::sync::{spin_hint, thread_local, yield_thread};
+
+/// Spins before this many steps; yields the thread after.
+const SPIN_LIMIT: u32 = 6;
+
+/// Exponential backoff, as in crossbeam-utils, but loom-aware.
+pub(crate) struct Backoff {
+    step: u32,
+}
+
+impl Backoff {
+    #[inline]
+    pub(crate) fn new() -> Self {
+        Backoff { step: 0 }
+    }
+
+    /// Backs off after a lost race (a failed CAS): the winner is making
+    /// progress, so a short spin is enough.
+    #[inline]
+    pub(crate) fn spin(&mut self) {
+        for _ in 0..1u32 << self.step.min(SPIN_LIMIT) {
+            spin_hint();
+        }
+        if self.step <= SPIN_LIMIT {
+            self.step += 1;
+        }
+    }
+
+    /// Backs off while waiting for another thread to finish something (a
+    /// peer between claim and publish): spin first, then give the CPU away,
+    /// since on a small machine the peer may need our core to finish.
+    #[inline]
+    pub(crate) fn snooze(&mut self) {
+        if self.step <= SPIN_LIMIT {
+            for _ in 0..1u32 << self.step {
+                spin_hint();
+            }
+            self.step += 1;
+        } else {
+            yield_thread();
+        }
+    }
+}
+
+thread_local! {
+    /// Per-thread xorshift state: threads that collided draw different delays.
+    static SEED: Cell<u32> = Cell::new(seed());
+}
+
+fn seed() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_usize(&h as *const _ as usize);
+    (h.finish() as u32) | 1
+}
+
+fn next_random() -> u32 {
+    SEED.with(|s| {
+        let mut x = s.get();
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        s.set(x);
+        x
+    })
+}
+
+/// Randomised, growing backoff for the add-only claim: two claimants that
+/// collided (both added, both saw the other's add, both undid) must not retry
+/// in lockstep, or they would collide again for ever. Each waits a random
+/// number of spins drawn from a window that doubles with every collision,
+/// and past the spin limit also yields the thread.
+pub(crate) struct Jitter {
+    step: u32,
+}
+
+impl Jitter {
+    #[inline]
+    pub(crate) fn new() -> Self {
+        Jitter { step: 0 }
+    }
+
+    #[inline]
+    pub(crate) fn wait(&mut self) {
+        #[cfg(loom)]
+        {
+            // Loom explores the interleavings itself; delays mean nothing.
+            yield_thread();
+        }
+        #[cfg(not(loom))]
+        {
+            let window = 1u32 << self.step.min(SPIN_LIMIT + 2);
+            for _ in 0..=(next_random() & (window - 1)) {
+                spin_hint();
+            }
+            if self.step > SPIN_LIMIT {
+                yield_thread();
+            }
+            self.step = self.step.saturating_add(1);
+        }
+    }
+}

@@ -1,0 +1,45 @@
+//! Cursors: how one side of the ring (the producers, or the consumers)
+//! claims its next position.
+//!
+//! * [`Single`] — one endpoint on this side: plain loads and stores, no
+//!   read-modify-write at all.
+//! * [`CasCursor`] — several endpoints, claiming by compare-and-swap.
+//! * [`UpdtCursor`] — several endpoints, claiming with add-only `updt`.
+//!
+//! A cursor also counts the endpoints on its side, so that the last one to
+//! go can disconnect the channel.
+
+mod cas;
+mod single;
+mod updt;
+
+pub use cas::CasCursor;
+pub use single::Single;
+pub use updt::UpdtCursor;
+
+use crate::ring::{Ring, Turn};
+
+/// One side's claim on the ring.
+pub trait Cursor: Send + Sync + 'static {
+    fn new() -> Self;
+
+    /// The side's next position. Loaded with `Acquire`, for `len` and for the
+    /// other side's full/empty checks.
+    fn position(&self) -> usize;
+
+    /// Claims the side's next position if its slot is ready for `turn`.
+    ///
+    /// `Ok(pos)`: `pos` is ours alone; the caller must copy and publish it
+    /// (`Ring::write`/`Ring::read`) without suspending in between.
+    /// `Err(pos)`: the slot at `pos` is still the other side's (the ring is
+    /// full or empty, or the peer is between its claim and its publish).
+    fn claim<T>(&self, ring: &Ring<T>, turn: Turn) -> Result<usize, usize>;
+
+    /// Another endpoint of this side exists (a clone).
+    fn attach(&self);
+
+    /// An endpoint of this side is gone. Returns `true` if it may have been
+    /// the last; disconnecting twice is harmless, so a false `true` is
+    /// allowed, a false `false` is not.
+    fn detach(&self) -> bool;
+}

@@ -1,0 +1,52 @@
+//! A side with one endpoint: no other claimant can race us, so the position
+//! is a plain word we load and store, and a claim is a stamp check.
+
+use super::Cursor;
+use crate::ring::{Readiness, Ring, Turn};
+use crate::sync::Ordering;
+use crate::updt::UpdtCell;
+
+pub struct Single {
+    /// Only the one endpoint stores it; others load it for `len`.
+    pos: UpdtCell,
+}
+
+impl Cursor for Single {
+    fn new() -> Self {
+        Single {
+            pos: UpdtCell::new(0),
+        }
+    }
+
+    #[inline]
+    fn position(&self) -> usize {
+        self.pos.load(Ordering::Acquire)
+    }
+
+    #[inline]
+    fn claim<T>(&self, ring: &Ring<T>, turn: Turn) -> Result<usize, usize> {
+        // Relaxed: we are the only writer, and moving the endpoint to another
+        // thread already synchronised.
+        let pos = self.pos.load(Ordering::Relaxed);
+        match ring.readiness(turn, pos) {
+            Readiness::Ready => {
+                // Release: pairs with `position()` in the other side's checks.
+                self.pos.store(ring.next(pos), Ordering::Release);
+                Ok(pos)
+            }
+            readiness => {
+                debug_assert_eq!(readiness, Readiness::Behind, "a lone cursor is never stale");
+                Err(pos)
+            }
+        }
+    }
+
+    fn attach(&self) {
+        unreachable!("a single-endpoint side is never cloned");
+    }
+
+    #[inline]
+    fn detach(&self) -> bool {
+        true
+    }
+}

@@ -1,0 +1,104 @@
+//! The park/wake hook: how a blocked channel operation waits, and how the
+//! peer that makes progress possible wakes it.
+//!
+//! The channel crate knows nothing of executors. A blocking `send` or `recv`
+//! asks the calling thread's *current* [`Park`] context for a [`Waker`],
+//! registers that waker on the channel's waiter list, and then calls
+//! [`Park::park`]. The default context parks the OS thread; the executor
+//! installs its own context on each executor thread with [`set_current`], and
+//! there `park` suspends only the running coroutine.
+//!
+//! # Contract for implementors
+//!
+//! * `waker()` returns a waker for the party that will call `park` next.
+//! * A wake that arrives *before* `park` is called (or while the party is
+//!   still on its way into `park`) is remembered: the next `park` returns at
+//!   once. This is what makes "register, then re-check, then park" free of
+//!   lost wake-ups.
+//! * `park` may return spuriously; callers always re-check their condition.
+//!
+//! ```
+//! use swco_channel::hook::{self, Park};
+//! use std::rc::Rc;
+//!
+//! // A context that never sleeps: a waiter just spins through its retry loop.
+//! struct Spin;
+//! impl Park for Spin {
+//!     fn waker(&self) -> std::task::Waker { std::task::Waker::noop().clone() }
+//!     fn park(&self, _deadline: Option<std::time::Instant>) { std::thread::yield_now() }
+//! }
+//!
+//! let previous = hook::set_current(Some(Rc::new(Spin)));
+//! assert!(previous.is_none());
+//! hook::set_current(previous); // back to parking the OS thread
+//! ```
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::task::{Wake, Waker};
+use std::time::Instant;
+
+use crate::sync::{thread_local, Parker, Unparker};
+
+/// How the current thread (or coroutine) blocks and is woken.
+pub trait Park {
+    /// A waker that makes the next (or current) [`park`](Park::park) of this
+    /// context return.
+    fn waker(&self) -> Waker;
+
+    /// Blocks until woken through a waker from [`waker`](Park::waker), or
+    /// until `deadline` has passed. May return spuriously. A wake delivered
+    /// before this call makes it return at once.
+    fn park(&self, deadline: Option<Instant>);
+}
+
+/// The default context: parks the OS thread with a token parker.
+struct ThreadPark {
+    parker: Parker,
+    waker: Waker,
+}
+
+struct UnparkOnWake(Unparker);
+
+impl Wake for UnparkOnWake {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.unpark();
+    }
+    fn wake_by_ref(self: &std::sync::Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+impl ThreadPark {
+    fn new() -> Self {
+        let parker = Parker::new();
+        let waker = Waker::from(std::sync::Arc::new(UnparkOnWake(parker.unparker())));
+        ThreadPark { parker, waker }
+    }
+}
+
+impl Park for ThreadPark {
+    fn waker(&self) -> Waker {
+        self.waker.clone()
+    }
+    fn park(&self, deadline: Option<Instant>) {
+        self.parker.park(deadline);
+    }
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<Rc<dyn Park>>> = RefCell::new(None);
+    static THREAD: Rc<dyn Park> = Rc::new(ThreadPark::new());
+}
+
+/// Installs `hook` as this thread's park context and returns the previous
+/// one. `None` restores the default, which parks the OS thread.
+pub fn set_current(hook: Option<Rc<dyn Park>>) -> Option<Rc<dyn Park>> {
+    CURRENT.with(|c| std::mem::replace(&mut *c.borrow_mut(), hook))
+}
+
+/// This thread's park context: the installed one, or the OS-thread parker.
+pub fn current() -> Rc<dyn Park> {
+    let installed = CURRENT.with(|c| c.borrow().clone());
+    installed.unwrap_or_else(|| THREAD.with(Rc::clone))
+}

@@ -1,0 +1,257 @@
+//! Bounded ring-buffer channels for coroutines and threads, in four modes
+//! (SPSC, SPMC, MPSC, MPMC) and two synchronisation protocols:
+//!
+//! * [`Cas`] — compare-and-swap, what the Sunway MPE (and every x86/Arm core)
+//!   has;
+//! * [`Updt`] — only the Sunway CPE's `updt(n, addr)`: an atomic add that
+//!   returns nothing, plus plain loads and stores (see [`updt`]).
+//!
+//! The mode is a type: [`spsc`], [`spmc`], [`mpsc`] and [`mpmc`] each have
+//! `bounded` and `bounded_with`, and their own `Sender`/`Receiver`, `Clone`
+//! only where the mode allows. A side with one endpoint uses no
+//! read-modify-write at all.
+//!
+//! ```
+//! use swco_channel::{mpmc, Updt};
+//! use std::thread;
+//!
+//! let (tx, rx) = mpmc::bounded_with::<u64, Updt>(8);
+//! let producers: Vec<_> = (0..4)
+//!     .map(|p| {
+//!         let tx = tx.clone();
+//!         thread::spawn(move || for i in 0..100 { tx.send(p * 1000 + i).unwrap() })
+//!     })
+//!     .collect();
+//! drop(tx);
+//! let total: u64 = rx.iter().count() as u64;
+//! for p in producers { p.join().unwrap(); }
+//! assert_eq!(total, 400);
+//! ```
+//!
+//! Blocking goes through the [`hook`]: by default the OS thread parks; the
+//! swco executor installs a hook that suspends just the coroutine.
+//!
+//! Under `--cfg loom` the crate compiles against loom (see the `sync`
+//! module), for model checking.
+
+#![warn(missing_docs)]
+
+mod backoff;
+mod chan;
+mod claim;
+mod endpoint;
+mod error;
+pub mod hook;
+mod lock;
+mod ring;
+#[doc(hidden)]
+pub mod sync;
+pub mod updt;
+mod waker;
+
+pub use endpoint::{bounded_in, IntoIter, Iter, Receiver, Sender, TryIter};
+pub use error::{
+    RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
+};
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A synchronisation protocol for the sides with several endpoints:
+/// [`Cas`] or [`Updt`].
+pub trait Protocol: sealed::Sealed + Send + Sync + 'static {
+    #[doc(hidden)]
+    type Cursor: claim::Cursor;
+    #[doc(hidden)]
+    type Lock: lock::RawLock;
+    /// `"cas"` or `"updt"`.
+    const NAME: &'static str;
+}
+
+/// Compare-and-swap: claims by CAS on the position (the seed paper's
+/// Figure 5, corrected), waiter lists under a CAS spin lock.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Cas;
+
+/// Add-only: every shared word is an [`updt::UpdtCell`] (add without result,
+/// load, store); claims by the seed paper's Figure 6, corrected; waiter lists
+/// under the same add-only claim.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Updt;
+
+impl sealed::Sealed for Cas {}
+impl sealed::Sealed for Updt {}
+
+impl Protocol for Cas {
+    type Cursor = claim::CasCursor;
+    type Lock = lock::CasLock;
+    const NAME: &'static str = "cas";
+}
+
+impl Protocol for Updt {
+    type Cursor = claim::UpdtCursor;
+    type Lock = updt::UpdtClaim;
+    const NAME: &'static str = "updt";
+}
+
+/// A channel mode: how many endpoints each side may have.
+pub trait Mode: sealed::Sealed + Send + Sync + 'static {
+    #[doc(hidden)]
+    type Tx<P: Protocol>: claim::Cursor;
+    #[doc(hidden)]
+    type Rx<P: Protocol>: claim::Cursor;
+    /// `Cell<()>` for a single side, so its endpoint is `Send` but not `Sync`.
+    #[doc(hidden)]
+    type TxShare: Send;
+    #[doc(hidden)]
+    type RxShare: Send;
+    /// `"spsc"`, `"spmc"`, `"mpsc"` or `"mpmc"`.
+    const NAME: &'static str;
+}
+
+/// Modes whose `Sender` is `Clone`: [`Mpsc`], [`Mpmc`].
+pub trait ManyProducers: Mode {}
+/// Modes whose `Receiver` is `Clone`: [`Spmc`], [`Mpmc`].
+pub trait ManyConsumers: Mode {}
+
+type Lone = std::cell::Cell<()>;
+
+macro_rules! mode {
+    ($(#[$doc:meta])* $name:ident, $str:literal, tx: $tx:ty, rx: $rx:ty, $txs:ty, $rxs:ty) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+        pub struct $name;
+        impl sealed::Sealed for $name {}
+        impl Mode for $name {
+            type Tx<P: Protocol> = $tx;
+            type Rx<P: Protocol> = $rx;
+            type TxShare = $txs;
+            type RxShare = $rxs;
+            const NAME: &'static str = $str;
+        }
+    };
+}
+
+mode!(
+    /// One producer, one consumer: no synchronisation on either side.
+    Spsc, "spsc", tx: claim::Single, rx: claim::Single, Lone, Lone
+);
+mode!(
+    /// One producer, many consumers: consumers claim through the protocol.
+    Spmc, "spmc", tx: claim::Single, rx: P::Cursor, Lone, ()
+);
+mode!(
+    /// Many producers, one consumer: producers claim through the protocol.
+    Mpsc, "mpsc", tx: P::Cursor, rx: claim::Single, (), Lone
+);
+mode!(
+    /// Many producers, many consumers: both sides claim through the protocol.
+    Mpmc, "mpmc", tx: P::Cursor, rx: P::Cursor, (), ()
+);
+
+impl ManyProducers for Mpsc {}
+impl ManyProducers for Mpmc {}
+impl ManyConsumers for Spmc {}
+impl ManyConsumers for Mpmc {}
+
+macro_rules! mode_module {
+    ($(#[$doc:meta])* $module:ident, $mode:ident) => {
+        $(#[$doc])*
+        pub mod $module {
+            use crate::{Cas, Protocol};
+
+            /// The sending endpoint of this mode.
+            pub type Sender<T, P = Cas> = crate::Sender<T, crate::$mode, P>;
+            /// The receiving endpoint of this mode.
+            pub type Receiver<T, P = Cas> = crate::Receiver<T, crate::$mode, P>;
+
+            /// A channel of this mode holding up to `capacity` messages,
+            /// synchronised by compare-and-swap.
+            ///
+            /// # Panics
+            /// If `capacity` is 0: the ring needs at least one slot.
+            pub fn bounded<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
+                crate::bounded_in(capacity)
+            }
+
+            /// A channel of this mode holding up to `capacity` messages,
+            /// synchronised by protocol `P` ([`Cas`] or [`Updt`](crate::Updt)).
+            ///
+            /// # Panics
+            /// If `capacity` is 0: the ring needs at least one slot.
+            pub fn bounded_with<T, P: Protocol>(capacity: usize) -> (Sender<T, P>, Receiver<T, P>) {
+                crate::bounded_in(capacity)
+            }
+        }
+    };
+}
+
+mode_module!(
+    /// Single producer, single consumer.
+    ///
+    /// ```
+    /// let (tx, rx) = swco_channel::spsc::bounded(2);
+    /// std::thread::spawn(move || for i in 0..10 { tx.send(i).unwrap() });
+    /// assert_eq!(rx.iter().sum::<i32>(), 45);
+    /// ```
+    spsc, Spsc
+);
+mode_module!(
+    /// Single producer, many consumers (`Receiver: Clone`).
+    ///
+    /// ```
+    /// let (tx, rx) = swco_channel::spmc::bounded_with::<u32, swco_channel::Updt>(2);
+    /// let rx2 = rx.clone();
+    /// let t = std::thread::spawn(move || rx2.iter().count());
+    /// for i in 0..100 { tx.send(i).unwrap() }
+    /// drop(tx);
+    /// assert_eq!(rx.iter().count() + t.join().unwrap(), 100);
+    /// ```
+    spmc, Spmc
+);
+mode_module!(
+    /// Many producers (`Sender: Clone`), single consumer.
+    ///
+    /// ```
+    /// let (tx, rx) = swco_channel::mpsc::bounded(2);
+    /// let tx2 = tx.clone();
+    /// std::thread::spawn(move || tx2.send(1).unwrap());
+    /// tx.send(2).unwrap();
+    /// drop(tx);
+    /// assert_eq!(rx.iter().sum::<i32>(), 3);
+    /// ```
+    mpsc, Mpsc
+);
+mode_module!(
+    /// Many producers, many consumers: both endpoints are `Clone`.
+    ///
+    /// ```
+    /// let (tx, rx) = swco_channel::mpmc::bounded(16);
+    /// let (tx2, rx2) = (tx.clone(), rx.clone());
+    /// tx2.send("hello").unwrap();
+    /// assert_eq!(rx.recv(), Ok("hello"));
+    /// drop((tx, tx2));
+    /// assert!(rx2.recv().is_err());
+    /// ```
+    mpmc, Mpmc
+);
+
+#[cfg(test)]
+mod static_checks {
+    use super::*;
+    use static_assertions::{assert_impl_all, assert_not_impl_any};
+
+    assert_impl_all!(mpmc::Sender<u8>: Clone, Send, Sync);
+    assert_impl_all!(mpmc::Receiver<u8>: Clone, Send, Sync);
+    assert_impl_all!(mpsc::Sender<u8, Updt>: Clone, Send, Sync);
+    assert_not_impl_any!(mpsc::Receiver<u8, Updt>: Clone, Sync);
+    assert_impl_all!(mpsc::Receiver<u8, Updt>: Send);
+    assert_impl_all!(spmc::Receiver<u8>: Clone, Send, Sync);
+    assert_not_impl_any!(spmc::Sender<u8>: Clone, Sync);
+    assert_not_impl_any!(spsc::Sender<u8, Updt>: Clone, Sync);
+    assert_not_impl_any!(spsc::Receiver<u8>: Clone, Sync);
+    assert_impl_all!(spsc::Sender<u8>: Send);
+    assert_not_impl_any!(mpmc::Sender<std::rc::Rc<u8>>: Send, Sync);
+    assert_impl_all!(crate::SendError<u8>: std::error::Error);
+}

@@ -1,0 +1,216 @@
+//! The ring buffer: slots with per-slot stamps, and position arithmetic.
+//!
+//! A *position* names a slot and a lap: `pos = lap | index`, where `index <
+//! capacity` occupies the low bits and the lap counts in units of
+//! `one_lap = (capacity + 1).next_power_of_two()`. So capacity is exactly
+//! what was asked for (not rounded up), every slot is usable, and moving to
+//! the next position never needs a division.
+//!
+//! Each slot carries a *stamp*, stored only after the slot's data, which says
+//! whose turn the slot is (Vyukov's bounded queue):
+//!
+//! * `stamp == pos`      — free: a producer at `pos` may write it;
+//! * `stamp == pos + 1`  — full: written at `pos`, a consumer at `pos` may read it;
+//! * after the read, `stamp = pos + one_lap`: free for the producer one lap on.
+//!
+//! The stamp is what publishes a slot: a consumer never reads a slot whose
+//! stamp does not say "written at my position", so a claim's critical section
+//! may end before the copy. Stamps are only ever loaded and stored, never
+//! read-modify-written, so they serve the add-only `Updt` protocol unchanged.
+
+use std::mem::MaybeUninit;
+
+use crate::sync::{Ordering, UnsafeCell};
+use crate::updt::UpdtCell;
+
+/// One cell of the ring.
+pub struct Slot<T> {
+    /// Whose turn it is; see the module docs. Stored with `Release` after the
+    /// data, loaded with `Acquire` before touching it.
+    stamp: UpdtCell,
+    value: UnsafeCell<MaybeUninit<T>>,
+}
+
+/// Which side is asking about a slot.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Turn {
+    /// A producer wants a free slot.
+    Produce,
+    /// A consumer wants a written slot.
+    Consume,
+}
+
+/// What a slot's stamp says to a claimant at some position.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Readiness {
+    /// The slot is this claimant's to take.
+    Ready,
+    /// The other side has not finished with the slot's previous turn: the
+    /// ring is full (for a producer) or empty (for a consumer), or the peer
+    /// is between its claim and its publish.
+    Behind,
+    /// Another claimant of this side already took the position: reload.
+    Stale,
+}
+
+pub struct Ring<T> {
+    slots: Box<[Slot<T>]>,
+    capacity: usize,
+    one_lap: usize,
+}
+
+// SAFETY: a slot's value is only touched by the one party that owns the
+// slot's current turn (see the stamps above), so sharing the ring between
+// threads is sound whenever the values themselves may move between threads.
+unsafe impl<T: Send> Send for Ring<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for Ring<T> {}
+
+impl<T> Ring<T> {
+    /// # Panics
+    /// If `capacity` is zero, or so large that positions could not tell laps
+    /// apart.
+    pub(crate) fn new(capacity: usize) -> Self {
+        assert!(
+            capacity >= 1,
+            "channel capacity must be at least 1 (got 0); swco has no rendezvous channels"
+        );
+        assert!(
+            capacity <= usize::MAX / 4,
+            "channel capacity {capacity} is too large"
+        );
+        let one_lap = (capacity + 1).next_power_of_two();
+        let slots = (0..capacity)
+            .map(|i| Slot {
+                stamp: UpdtCell::new(i),
+                value: UnsafeCell::new(MaybeUninit::uninit()),
+            })
+            .collect();
+        Ring {
+            slots,
+            capacity,
+            one_lap,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    #[inline]
+    fn index(&self, pos: usize) -> usize {
+        pos & (self.one_lap - 1)
+    }
+
+    /// The position after `pos`.
+    #[inline]
+    pub(crate) fn next(&self, pos: usize) -> usize {
+        let index = self.index(pos);
+        if index + 1 < self.capacity {
+            pos.wrapping_add(1)
+        } else {
+            (pos & !(self.one_lap - 1)).wrapping_add(self.one_lap)
+        }
+    }
+
+    #[inline]
+    pub(crate) fn slot(&self, pos: usize) -> &Slot<T> {
+        let index = self.index(pos);
+        debug_assert!(index < self.capacity);
+        // SAFETY: positions are only ever made by `next` from the initial
+        // positions `0..capacity`, so their index is below `capacity`.
+        unsafe { self.slots.get_unchecked(index) }
+    }
+
+    /// What the stamp of the slot at `pos` says to a claimant of `turn`.
+    #[inline]
+    pub(crate) fn readiness(&self, turn: Turn, pos: usize) -> Readiness {
+        // Acquire: pairs with the `Release` store of the stamp by the other
+        // side, so its data write (or read) of the slot happens-before ours.
+        let stamp = self.slot(pos).stamp.load(Ordering::Acquire);
+        let (ready, behind) = match turn {
+            Turn::Produce => (pos, pos.wrapping_add(1).wrapping_sub(self.one_lap)),
+            Turn::Consume => (pos.wrapping_add(1), pos),
+        };
+        if stamp == ready {
+            Readiness::Ready
+        } else if stamp == behind {
+            Readiness::Behind
+        } else {
+            Readiness::Stale
+        }
+    }
+
+    /// Writes `value` into the slot at `pos` and publishes it to consumers.
+    ///
+    /// # Safety
+    /// The caller has claimed `pos` as a producer (the slot was `Ready` for
+    /// `Produce` and no other producer can claim `pos`).
+    #[inline]
+    pub(crate) unsafe fn write(&self, pos: usize, value: T) {
+        let slot = self.slot(pos);
+        // SAFETY: the caller owns the slot until the stamp store below.
+        slot.value.with_mut(|p| unsafe { (*p).write(value) });
+        // Release: the data above must be visible before the stamp says so.
+        slot.stamp.store(pos.wrapping_add(1), Ordering::Release);
+    }
+
+    /// Takes the value out of the slot at `pos` and frees the slot for the
+    /// producer one lap on.
+    ///
+    /// # Safety
+    /// The caller has claimed `pos` as a consumer (the slot was `Ready` for
+    /// `Consume` and no other consumer can claim `pos`).
+    #[inline]
+    pub(crate) unsafe fn read(&self, pos: usize) -> T {
+        let slot = self.slot(pos);
+        // SAFETY: the caller owns the slot, and its stamp (loaded with
+        // Acquire) said it holds a value written at `pos`.
+        let value = slot.value.with(|p| unsafe { (*p).assume_init_read() });
+        // Release: our read of the data must finish before a producer may
+        // overwrite it.
+        slot.stamp
+            .store(pos.wrapping_add(self.one_lap), Ordering::Release);
+        value
+    }
+
+    /// How many messages lie between `head` and `tail`, given a consistent
+    /// snapshot of the two.
+    #[inline]
+    pub(crate) fn distance(&self, head: usize, tail: usize) -> usize {
+        let hix = self.index(head);
+        let tix = self.index(tail);
+        if hix < tix {
+            tix - hix
+        } else if hix > tix {
+            self.capacity - hix + tix
+        } else if tail == head {
+            0
+        } else {
+            self.capacity
+        }
+    }
+
+    /// Whether a producer at `tail` is a full lap ahead of a consumer at `head`.
+    #[inline]
+    pub(crate) fn is_full_at(&self, head: usize, tail: usize) -> bool {
+        head.wrapping_add(self.one_lap) == tail
+    }
+}
+
+impl<T> Drop for Ring<T> {
+    fn drop(&mut self) {
+        // Every endpoint is gone, so nothing is mid-claim: a slot holds a
+        // value exactly when its stamp is one past a position of its index.
+        for (index, slot) in self.slots.iter_mut().enumerate() {
+            // Relaxed: `&mut self` already orders us after every endpoint's drop.
+            let stamp = slot.stamp.load(Ordering::Relaxed);
+            if stamp & (self.one_lap - 1) == index + 1 {
+                // SAFETY: the stamp says the slot was written and not read;
+                // `&mut self` means no one else can touch it.
+                slot.value.with_mut(|p| unsafe { (*p).assume_init_drop() });
+            }
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! The one place that decides between `std` and `loom`.
+//!
+//! Every atomic, cell, spin hint, thread-local and parker used by the channel
+//! (and by the executor crate, which re-uses this module) comes from here, so
+//! that `RUSTFLAGS="--cfg loom"` swaps the whole crate onto loom's model
+//! checker at once. Nothing else in the crate names `std::sync::atomic` or
+//! `loom` directly.
+//!
+//! This module is public only so that the sibling crates of the workspace can
+//! share it; it is not part of the supported API.
+
+#[cfg(loom)]
+mod imp {
+    pub use loom::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
+    pub use loom::sync::{Arc, Mutex, MutexGuard};
+    pub use loom::thread_local;
+
+    /// Loom's cell: every access is tracked, so an unsynchronised read of a
+    /// slot that is being written is reported as a data race.
+    pub use loom::cell::UnsafeCell;
+
+    /// A spin-loop hint. Under loom a spinning thread must yield, or the model
+    /// checker would explore the spin forever.
+    #[inline]
+    pub fn spin_hint() {
+        loom::thread::yield_now();
+    }
+
+    /// Gives the OS thread (the loom thread) away.
+    #[inline]
+    pub fn yield_thread() {
+        loom::thread::yield_now();
+    }
+
+    /// A per-thread token parker (loom's thread park/unpark).
+    pub struct Parker {
+        thread: loom::thread::Thread,
+    }
+
+    /// Wakes the [`Parker`] it came from.
+    #[derive(Clone)]
+    pub struct Unparker {
+        thread: loom::thread::Thread,
+    }
+
+    impl Parker {
+        pub fn new() -> Self {
+            Parker {
+                thread: loom::thread::current(),
+            }
+        }
+        pub fn unparker(&self) -> Unparker {
+            Unparker {
+                thread: self.thread.clone(),
+            }
+        }
+        /// Loom has no clock: a deadline is treated as "no deadline".
+        pub fn park(&self, _deadline: Option<std::time::Instant>) {
+            loom::thread::park();
+        }
+    }
+
+    impl Default for Parker {
+        fn default() -> Self {
+            Self::new()
+        }
+    }
+
+    impl Unparker {
+        pub fn unpark(&self) {
+            self.thread.unpark();
+        }
+    }
+}
+
+#[cfg(not(loom))]
+mod imp {
+    pub use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
+    pub use std::sync::{Arc, Mutex, MutexGuard};
+    pub use std::thread_local;
+
+    /// `std`'s `UnsafeCell` with loom's closure-based access API, so the same
+    /// code compiles against both.
+    #[derive(Debug)]
+    #[repr(transparent)]
+    pub struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+    impl<T> UnsafeCell<T> {
+        #[inline]
+        pub const fn new(value: T) -> Self {
+            UnsafeCell(std::cell::UnsafeCell::new(value))
+        }
+        #[inline]
+        pub fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+            f(self.0.get())
+        }
+        #[inline]
+        pub fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+            f(self.0.get())
+        }
+    }
+
+    /// A spin-loop hint.
+    #[inline]
+    pub fn spin_hint() {
+        std::hint::spin_loop();
+    }
+
+    /// Gives the OS thread away.
+    #[inline]
+    pub fn yield_thread() {
+        std::thread::yield_now();
+    }
+
+    /// A per-thread token parker (crossbeam-utils').
+    #[derive(Default)]
+    pub struct Parker(crossbeam_utils::sync::Parker);
+
+    /// Wakes the [`Parker`] it came from.
+    #[derive(Clone)]
+    pub struct Unparker(crossbeam_utils::sync::Unparker);
+
+    impl Parker {
+        pub fn new() -> Self {
+            Parker(crossbeam_utils::sync::Parker::new())
+        }
+        pub fn unparker(&self) -> Unparker {
+            Unparker(self.0.unparker().clone())
+        }
+        pub fn park(&self, deadline: Option<std::time::Instant>) {
+            match deadline {
+                None => self.0.park(),
+                Some(d) => self.0.park_deadline(d),
+            }
+        }
+    }
+
+    impl Unparker {
+        pub fn unpark(&self) {
+            self.0.unpark();
+        }
+    }
+}
+
+pub use imp::*;
+pub use std::sync::atomic::Ordering;

@@ -1,0 +1,178 @@
+//! The Sunway CPE's only read-modify-write, `updt(n, addr)`, and the claim
+//! built from it.
+//!
+//! A CPE can add to a word in memory atomically, but the add returns nothing:
+//! there is no compare-and-swap, no swap, no fetch-and-add. [`UpdtCell`] is
+//! the only way an `Updt` channel touches a shared word, and it offers
+//! exactly `updt(n)`, `load` and `store`, so no stronger operation can creep
+//! in.
+//!
+//! # The claim ([`UpdtClaim`]), the seed paper's Figure 6 corrected
+//!
+//! Two words: `claims` (the paper's `write`) and `done` (the paper's
+//! `to_write`). A claimant reads `t = claims`; if `t != done`, someone holds
+//! the claim, so it backs off. Otherwise it adds 1 to `claims` and reads it
+//! again: if it reads exactly `t + 1` it has won; if not, another claimant
+//! added too, so it subtracts its 1 again and backs off with jitter.
+//!
+//! Invariants, and why they hold:
+//!
+//! 1. **`claims == done + k`, where `k` is the number of claimants between
+//!    their add and their release.** Every claimant adds 1 exactly once per
+//!    attempt and takes it back exactly once: by `updt(-1)` on `claims` (a
+//!    lost race, or [`undo`](UpdtClaim::undo)), or by `updt(+1)` on `done`
+//!    ([`commit`](UpdtClaim::commit)), which turns its add into part of the
+//!    baseline.
+//! 2. **At most one claimant holds the claim.** A winner read `done == t` and
+//!    then `claims == t + 1` after its own add; by (1), at that moment `k ==
+//!    1`: it was the only claimant with an outstanding add. A later claimant
+//!    that adds while the winner holds sees `claims >= done + 2` and loses; an
+//!    earlier one that added before the winner's read would have made the
+//!    winner read `t + 2`. (Adds are read-modify-writes, so they are totally
+//!    ordered on `claims` and each sees all earlier ones.)
+//! 3. **A collision costs both sides a retry, never correctness.** Two
+//!    claimants that add at once both read `t + 2`, both undo; the jittered
+//!    backoff (randomised, doubling window) makes a repeat of the same
+//!    collision ever less likely, so one of them wins.
+//! 4. **No suspension inside a claim.** The holder runs a few loads and
+//!    stores and releases before doing anything that could block, so waiters
+//!    spin only for that long (and yield the thread if the holder's thread
+//!    was preempted).
+//!
+//! What the paper's Figure 6 gets wrong, and what the channel built on this
+//! claim (see `claim/updt.rs`) does instead: the paper checks `full` before
+//! claiming and never re-checks, so two producers that both saw room can
+//! overfill the ring; here the holder checks the slot (its stamp) *after*
+//! winning and undoes the claim if the ring is full. And the paper publishes
+//! nothing per slot, so the critical section must cover the copy; here a
+//! per-slot stamp, stored after the data, publishes the slot, so the claim
+//! ends before the copy.
+//!
+//! All operations are `SeqCst`: on x86 and Arm a `SeqCst` load costs what an
+//! `Acquire` load does and the add is the same locked instruction either way,
+//! and the argument in (2) is simplest under a single total order.
+
+use crate::backoff::Jitter;
+use crate::sync::{AtomicUsize, Ordering};
+
+/// A shared word that can only be added to (`updt`), loaded and stored,
+/// like memory as seen from a Sunway CPE.
+///
+/// ```
+/// use swco_channel::updt::UpdtCell;
+/// use std::sync::atomic::Ordering;
+///
+/// let w = UpdtCell::new(5);
+/// w.updt(1);
+/// w.updt(-2);
+/// assert_eq!(w.load(Ordering::SeqCst), 4);
+/// w.store(0, Ordering::SeqCst);
+/// assert_eq!(w.load(Ordering::SeqCst), 0);
+/// ```
+#[derive(Debug)]
+pub struct UpdtCell(AtomicUsize);
+
+impl UpdtCell {
+    /// A word holding `value`.
+    pub fn new(value: usize) -> Self {
+        UpdtCell(AtomicUsize::new(value))
+    }
+
+    /// Atomically adds `n` (wrapping); like the CPE's `updt`, returns
+    /// nothing.
+    #[inline]
+    pub fn updt(&self, n: isize) {
+        self.0.fetch_add(n as usize, Ordering::SeqCst);
+    }
+
+    /// Loads the word.
+    #[inline]
+    pub fn load(&self, order: Ordering) -> usize {
+        self.0.load(order)
+    }
+
+    /// Stores to the word.
+    #[inline]
+    pub fn store(&self, value: usize, order: Ordering) {
+        self.0.store(value, order)
+    }
+}
+
+/// Mutual exclusion from add-only words: the seed paper's Figure 6 claim,
+/// corrected. See the module docs for the protocol and its invariants.
+///
+/// ```
+/// use swco_channel::updt::UpdtClaim;
+///
+/// let c = UpdtClaim::new();
+/// assert!(c.try_claim());
+/// assert!(!c.try_claim()); // held
+/// c.commit();
+/// assert!(c.try_claim());
+/// c.undo();
+/// ```
+#[derive(Debug)]
+pub struct UpdtClaim {
+    /// The paper's `write`: every claimant adds 1 here.
+    claims: UpdtCell,
+    /// The paper's `to_write`: the number of committed claims.
+    done: UpdtCell,
+}
+
+impl Default for UpdtClaim {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl UpdtClaim {
+    /// A claim that nobody holds.
+    pub fn new() -> Self {
+        UpdtClaim {
+            claims: UpdtCell::new(0),
+            done: UpdtCell::new(0),
+        }
+    }
+
+    /// One attempt to win the claim; `true` if won. A loser leaves no trace.
+    #[inline]
+    pub fn try_claim(&self) -> bool {
+        let t = self.claims.load(Ordering::SeqCst);
+        if t != self.done.load(Ordering::SeqCst) {
+            return false; // held by someone, or a collision is being undone
+        }
+        self.claims.updt(1);
+        if self.claims.load(Ordering::SeqCst) == t.wrapping_add(1) {
+            return true;
+        }
+        self.claims.updt(-1);
+        false
+    }
+
+    /// Wins the claim, backing off with jitter between attempts.
+    #[inline]
+    pub fn claim(&self) {
+        if self.try_claim() {
+            return;
+        }
+        let mut jitter = Jitter::new();
+        loop {
+            jitter.wait();
+            if self.try_claim() {
+                return;
+            }
+        }
+    }
+
+    /// Releases a won claim, counting it as done.
+    #[inline]
+    pub fn commit(&self) {
+        self.done.updt(1);
+    }
+
+    /// Releases a won claim as if it had never been made.
+    #[inline]
+    pub fn undo(&self) {
+        self.claims.updt(-1);
+    }
+}

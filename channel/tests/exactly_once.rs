@@ -1,0 +1,105 @@
+//! Every mode × protocol: several producers and consumers over capacities
+//! 1, 2 and 8, so blocking happens all the time. Checks that every message
+//! arrives exactly once, in FIFO order per producer as seen by each consumer,
+//! that `len() <= capacity()` whenever observed, and that nothing leaks.
+
+mod common;
+
+use std::sync::Arc;
+use std::thread;
+
+use common::{Census, Counted};
+use swco_channel::{mpmc, mpsc, spmc, spsc, Cas, Mode, Protocol, Receiver, Sender, Updt};
+
+type Msg = Counted<(usize, usize)>;
+
+/// Runs `txs.len()` producers sending `per_producer` messages each and
+/// `rxs.len()` consumers; both sides check `len() <= capacity()` as they go.
+fn run<M: Mode, P: Protocol>(
+    txs: Vec<Sender<Msg, M, P>>,
+    rxs: Vec<Receiver<Msg, M, P>>,
+    per_producer: usize,
+    census: &Arc<Census>,
+) {
+    let producers = txs.len();
+    let capacity = txs[0].capacity();
+    thread::scope(|s| {
+        for (p, tx) in txs.into_iter().enumerate() {
+            let census = census.clone();
+            s.spawn(move || {
+                for seq in 0..per_producer {
+                    assert!(tx.len() <= capacity);
+                    tx.send(Counted::new((p, seq), &census))
+                        .unwrap_or_else(|_| panic!("send failed"));
+                }
+            });
+        }
+        let handles: Vec<_> = rxs
+            .into_iter()
+            .map(|rx| {
+                s.spawn(move || {
+                    let mut got = Vec::new();
+                    let mut last = vec![None::<usize>; producers];
+                    for msg in rx.iter() {
+                        let len = rx.len();
+                        assert!(len <= capacity, "len {len} > capacity {capacity}");
+                        let (p, seq) = msg.value;
+                        if let Some(prev) = last[p] {
+                            assert!(seq > prev, "producer {p}: {seq} after {prev}");
+                        }
+                        last[p] = Some(seq);
+                        got.push((p, seq));
+                    }
+                    got
+                })
+            })
+            .collect();
+        let mut seen = vec![vec![0u8; per_producer]; producers];
+        for h in handles {
+            for (p, seq) in h.join().unwrap() {
+                seen[p][seq] += 1;
+            }
+        }
+        for (p, row) in seen.iter().enumerate() {
+            for (seq, &n) in row.iter().enumerate() {
+                assert_eq!(n, 1, "producer {p} message {seq} received {n} times");
+            }
+        }
+    });
+    assert_eq!(census.made(), producers * per_producer);
+    assert_eq!(census.dropped(), census.made(), "leaked or double-dropped");
+}
+
+const PER_PRODUCER: usize = 2500; // 120 000 messages over the eight tests
+
+macro_rules! exactly_once_tests {
+    ($($name:ident: $module:ident, $proto:ty, producers $np:literal, consumers $nc:literal, $clone_tx:ident, $clone_rx:ident;)*) => {$(
+        #[test]
+        fn $name() {
+            for capacity in [1, 2, 8] {
+                let census = Census::new();
+                let (tx, rx) = $module::bounded_with::<Msg, $proto>(capacity);
+                let txs = exactly_once_tests!(@many $clone_tx, tx, $np);
+                let rxs = exactly_once_tests!(@many $clone_rx, rx, $nc);
+                run(txs, rxs, PER_PRODUCER, &census);
+            }
+        }
+    )*};
+    (@many clone, $e:ident, $n:literal) => {{
+        let mut v: Vec<_> = (1..$n).map(|_| $e.clone()).collect();
+        v.push($e);
+        v
+    }};
+    (@many single, $e:ident, $n:literal) => { vec![$e] };
+}
+
+exactly_once_tests! {
+    cas_spsc_exactly_once: spsc, Cas, producers 1, consumers 1, single, single;
+    updt_spsc_exactly_once: spsc, Updt, producers 1, consumers 1, single, single;
+    cas_spmc_exactly_once: spmc, Cas, producers 1, consumers 3, single, clone;
+    updt_spmc_exactly_once: spmc, Updt, producers 1, consumers 3, single, clone;
+    cas_mpsc_exactly_once: mpsc, Cas, producers 3, consumers 1, clone, single;
+    updt_mpsc_exactly_once: mpsc, Updt, producers 3, consumers 1, clone, single;
+    cas_mpmc_exactly_once: mpmc, Cas, producers 3, consumers 3, clone, clone;
+    updt_mpmc_exactly_once: mpmc, Updt, producers 3, consumers 3, clone, clone;
+}

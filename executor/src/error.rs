@@ -1,0 +1,109 @@
+//! Errors of building a runtime, spawning on it and shutting it down.
+
+use std::fmt;
+
+/// Why [`RuntimeBuilder::build`](crate::RuntimeBuilder::build) failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// `executors(0)`: a runtime needs at least one executor.
+    NoExecutors,
+    /// The requested coroutine stack is smaller than
+    /// [`MIN_STACK_SIZE`](crate::MIN_STACK_SIZE).
+    StackTooSmall {
+        /// The size asked for, in bytes.
+        requested: usize,
+        /// The smallest size accepted, in bytes.
+        minimum: usize,
+    },
+    /// The OS refused to start an executor thread.
+    Thread(std::io::Error),
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::NoExecutors => f.write_str("a runtime needs at least one executor (executors(0) given)"),
+            BuildError::StackTooSmall { requested, minimum } => write!(
+                f,
+                "coroutine stack size {requested} bytes is below the minimum of {minimum} bytes"
+            ),
+            BuildError::Thread(e) => write!(f, "could not start an executor thread: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BuildError::Thread(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Why a coroutine could not be spawned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SpawnError {
+    /// [`spawn_on`](crate::Runtime::spawn_on) named an executor that does
+    /// not exist.
+    OutOfRange {
+        /// The executor index asked for.
+        cpe: usize,
+        /// How many executors the runtime has.
+        executors: usize,
+    },
+    /// The runtime has been shut down.
+    ShutDown,
+}
+
+impl fmt::Display for SpawnError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SpawnError::OutOfRange { cpe, executors } => write!(
+                f,
+                "executor index {cpe} is out of range: the runtime has {executors} executors (0..{executors})"
+            ),
+            SpawnError::ShutDown => f.write_str("the runtime is shut down"),
+        }
+    }
+}
+
+impl std::error::Error for SpawnError {}
+
+/// [`shutdown_timeout`](crate::Runtime::shutdown_timeout) expired with
+/// coroutines still live. They have been cancelled (their stacks unwound) and
+/// the executor threads joined.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShutdownTimeout {
+    /// Live (blocked or still running) coroutines per executor when the
+    /// timeout expired, indexed by executor.
+    pub blocked: Vec<usize>,
+}
+
+impl ShutdownTimeout {
+    /// Total number of coroutines that were still live.
+    pub fn total(&self) -> usize {
+        self.blocked.iter().sum()
+    }
+}
+
+impl fmt::Display for ShutdownTimeout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "shutdown timed out with {} coroutines still live", self.total())?;
+        let busy: Vec<String> = self
+            .blocked
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(i, n)| format!("cpe {i}: {n}"))
+            .collect();
+        if !busy.is_empty() {
+            write!(f, " ({})", busy.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ShutdownTimeout {}

@@ -1,0 +1,135 @@
+//! The per-coroutine wake state: the one word that makes "wake before
+//! suspend" safe.
+//!
+//! # Invariants
+//!
+//! * Only the coroutine itself (on its home executor thread) moves the state
+//!   `RUNNING -> WAITING` ([`WakeState::prepare_park`]) and consumes a pending
+//!   notification (`NOTIFIED -> RUNNING`).
+//! * Any thread may notify. Exactly one notifier (or the home executor's timer)
+//!   wins the `WAITING -> RUNNING` transition, and only that winner schedules
+//!   the coroutine. So a parked coroutine is put back on its runnable queue at
+//!   most once per park: no double scheduling, no lost wake.
+//! * A notification that arrives while the coroutine is still running (it has
+//!   registered its waker but not suspended yet) leaves `NOTIFIED` behind, and
+//!   the next `prepare_park` returns `false` instead of suspending.
+//!
+//! The module only uses [`swco_channel::sync`], so it compiles under
+//! `--cfg loom` and can be model-checked with loom threads.
+
+use swco_channel::sync::{AtomicU32, Ordering};
+
+/// Running, or runnable and queued; no wake pending.
+const RUNNING: u32 = 0;
+/// Running, and a wake arrived: the next park returns at once.
+const NOTIFIED: u32 = 1;
+/// Suspended on the wait queue: the next wake must schedule it.
+const WAITING: u32 = 2;
+
+/// The wake state of one coroutine. See the module docs for the protocol.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct WakeState(AtomicU32);
+
+impl Default for WakeState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl WakeState {
+    /// A fresh state: running (about to be run), nothing pending.
+    pub fn new() -> Self {
+        WakeState(AtomicU32::new(RUNNING))
+    }
+
+    /// Called by the coroutine before it suspends. Returns `true` if it must
+    /// suspend (state is now `WAITING`), `false` if a wake was pending (it is
+    /// consumed and the coroutine carries on).
+    pub fn prepare_park(&self) -> bool {
+        // AcqRel: on success, publish everything the coroutine did before
+        // parking to the notifier that wins WAITING -> RUNNING; on failure,
+        // Acquire the notifier's writes that came with NOTIFIED.
+        match self
+            .0
+            .compare_exchange(RUNNING, WAITING, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => true,
+            Err(seen) => {
+                debug_assert_eq!(seen, NOTIFIED, "a coroutine parked twice");
+                // Relaxed: only notifiers race with us, and they treat
+                // NOTIFIED and RUNNING alike except for setting NOTIFIED, which
+                // this park already honours by returning.
+                self.0.store(RUNNING, Ordering::Relaxed);
+                false
+            }
+        }
+    }
+
+    /// Called by any waker. Returns `true` if the caller won
+    /// `WAITING -> RUNNING` and must now put the coroutine on its home
+    /// executor's runnable queue.
+    pub fn notify(&self) -> bool {
+        // Relaxed first read: the CAS below is what synchronises.
+        let mut seen = self.0.load(Ordering::Relaxed);
+        loop {
+            let next = match seen {
+                WAITING => RUNNING,
+                RUNNING => NOTIFIED,
+                _ => return false, // already NOTIFIED: one pending wake is enough
+            };
+            // AcqRel: Release hands the waker's prior writes (the channel
+            // state it changed) to the woken coroutine; Acquire pairs with the
+            // Release of prepare_park.
+            match self
+                .0
+                .compare_exchange_weak(seen, next, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) => return seen == WAITING,
+                Err(now) => seen = now,
+            }
+        }
+    }
+
+    /// Called by the home executor when a parked coroutine's deadline
+    /// passes. Returns `true` if it won `WAITING -> RUNNING` and must schedule
+    /// the coroutine; `false` if a waker got there first.
+    pub fn expire(&self) -> bool {
+        // AcqRel: same pairing as notify.
+        self.0
+            .compare_exchange(WAITING, RUNNING, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Whether the coroutine is parked (for assertions and tests).
+    pub fn is_waiting(&self) -> bool {
+        // Relaxed: a snapshot for diagnostics only.
+        self.0.load(Ordering::Relaxed) == WAITING
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wake_before_park_is_remembered() {
+        let s = WakeState::new();
+        assert!(!s.notify());
+        assert!(!s.prepare_park());
+        assert!(s.prepare_park());
+        assert!(s.notify());
+        assert!(!s.notify());
+        assert!(!s.expire());
+    }
+
+    #[test]
+    fn timer_and_waker_race_once() {
+        let s = WakeState::new();
+        assert!(s.prepare_park());
+        assert!(s.expire());
+        assert!(!s.expire());
+        assert!(!s.notify()); // now NOTIFIED while running
+        assert!(!s.prepare_park());
+    }
+}
