@@ -4,12 +4,17 @@
 //! Both go through `sync::spin_hint`/`sync::yield_thread`, so under loom a
 //! retry loop yields to the model checker instead of spinning for ever.
 
+#[cfg(not(loom))]
 use std::cell::Cell;
 
-use crate::sync::{spin_hint, thread_local, yield_thread};
+#[cfg(not(loom))]
+use crate::sync::thread_local;
+use crate::sync::{spin_hint, yield_thread};
 
 /// Spins before this many steps; yields the thread after.
 const SPIN_LIMIT: u32 = 6;
+/// After this many steps a blocking operation stops snoozing and parks.
+const YIELD_LIMIT: u32 = 10;
 
 /// Exponential backoff, as in crossbeam-utils, but loom-aware.
 pub(crate) struct Backoff {
@@ -43,18 +48,28 @@ impl Backoff {
             for _ in 0..1u32 << self.step {
                 spin_hint();
             }
-            self.step += 1;
         } else {
             yield_thread();
         }
+        if self.step <= YIELD_LIMIT {
+            self.step += 1;
+        }
+    }
+
+    /// Whether snoozing has gone on long enough that parking is cheaper.
+    #[inline]
+    pub(crate) fn is_completed(&self) -> bool {
+        self.step > YIELD_LIMIT
     }
 }
 
+#[cfg(not(loom))]
 thread_local! {
     /// Per-thread xorshift state: threads that collided draw different delays.
     static SEED: Cell<u32> = Cell::new(seed());
 }
 
+#[cfg(not(loom))]
 fn seed() -> u32 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
@@ -62,6 +77,7 @@ fn seed() -> u32 {
     (h.finish() as u32) | 1
 }
 
+#[cfg(not(loom))]
 fn next_random() -> u32 {
     SEED.with(|s| {
         let mut x = s.get();
@@ -79,6 +95,7 @@ fn next_random() -> u32 {
 /// number of spins drawn from a window that doubles with every collision,
 /// and past the spin limit also yields the thread.
 pub(crate) struct Jitter {
+    #[cfg_attr(loom, allow(dead_code))]
     step: u32,
 }
 

@@ -137,7 +137,13 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
         msg: T,
         deadline: Option<Instant>,
     ) -> Result<(), SendTimeoutError<T>> {
-        let mut msg = msg;
+        let mut msg = match self.try_send(msg) {
+            Ok(()) => return Ok(()),
+            Err(TrySendError::Disconnected(m)) => return Err(SendTimeoutError::Disconnected(m)),
+            Err(TrySendError::Full(m)) => m,
+        };
+        let park = hook::current();
+        let mut backoff = Backoff::new();
         loop {
             match self.try_send(msg) {
                 Ok(()) => return Ok(()),
@@ -151,7 +157,10 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(SendTimeoutError::Timeout(msg));
             }
-            let park = hook::current();
+            if !backoff.is_completed() && park.spin_before_park() {
+                backoff.snooze();
+                continue;
+            }
             let key = self.senders.register(park.waker());
             fence(Ordering::SeqCst);
             if self.is_full_now() && !self.receivers_gone() {
@@ -198,6 +207,13 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     }
 
     pub(crate) fn recv(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
+        match self.try_recv() {
+            Ok(msg) => return Ok(msg),
+            Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
+            Err(TryRecvError::Empty) => {}
+        }
+        let park = hook::current();
+        let mut backoff = Backoff::new();
         loop {
             match self.try_recv() {
                 Ok(msg) => return Ok(msg),
@@ -207,7 +223,10 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(RecvTimeoutError::Timeout);
             }
-            let park = hook::current();
+            if !backoff.is_completed() && park.spin_before_park() {
+                backoff.snooze();
+                continue;
+            }
             let key = self.receivers.register(park.waker());
             fence(Ordering::SeqCst);
             if self.is_empty_now() && !self.senders_gone() {

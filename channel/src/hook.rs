@@ -50,6 +50,14 @@ pub trait Park {
     /// until `deadline` has passed. May return spuriously. A wake delivered
     /// before this call makes it return at once.
     fn park(&self, deadline: Option<Instant>);
+
+    /// Whether a blocked operation should spin (and yield the thread) for a
+    /// little while before parking. Worth it when parking is a system call
+    /// (OS threads); not when it is a cheap coroutine switch that lets a
+    /// neighbour run, which is the default.
+    fn spin_before_park(&self) -> bool {
+        false
+    }
 }
 
 /// The default context: parks the OS thread with a token parker.
@@ -83,6 +91,10 @@ impl Park for ThreadPark {
     }
     fn park(&self, deadline: Option<Instant>) {
         self.parker.park(deadline);
+    }
+    fn spin_before_park(&self) -> bool {
+        // Under loom, spinning only multiplies the interleavings to explore.
+        cfg!(not(loom))
     }
 }
 
