@@ -23,7 +23,9 @@ pub enum BuildError {
 impl fmt::Display for BuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            BuildError::NoExecutors => f.write_str("a runtime needs at least one executor (executors(0) given)"),
+            BuildError::NoExecutors => {
+                f.write_str("a runtime needs at least one executor (executors(0) given)")
+            }
             BuildError::StackTooSmall { requested, minimum } => write!(
                 f,
                 "coroutine stack size {requested} bytes is below the minimum of {minimum} bytes"
@@ -91,7 +93,11 @@ impl ShutdownTimeout {
 
 impl fmt::Display for ShutdownTimeout {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "shutdown timed out with {} coroutines still live", self.total())?;
+        write!(
+            f,
+            "shutdown timed out with {} coroutines still live",
+            self.total()
+        )?;
         let busy: Vec<String> = self
             .blocked
             .iter()

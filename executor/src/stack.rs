@@ -69,10 +69,7 @@ impl StackPool {
         match self.free.pop() {
             Some(s) => s,
             None => DefaultStack::new(self.size).unwrap_or_else(|e| {
-                panic!(
-                    "swco: cannot map a {} byte coroutine stack: {e}",
-                    self.size
-                )
+                panic!("swco: cannot map a {} byte coroutine stack: {e}", self.size)
             }),
         }
     }
@@ -121,7 +118,10 @@ pub(crate) fn prepare_thread(executor: usize, stack_size: usize) -> AltStack {
 }
 
 fn install_handler() {
-    for (signal, previous) in [(libc::SIGSEGV, &PREVIOUS_SEGV), (libc::SIGBUS, &PREVIOUS_BUS)] {
+    for (signal, previous) in [
+        (libc::SIGSEGV, &PREVIOUS_SEGV),
+        (libc::SIGBUS, &PREVIOUS_BUS),
+    ] {
         // SAFETY: an all-zero sigaction is a valid value (SIG_DFL, empty mask,
         // no flags); we fill in the fields we need before using it.
         let mut action: libc::sigaction = unsafe { std::mem::zeroed() };

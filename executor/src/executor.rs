@@ -1,0 +1,580 @@
+//! One CPE executor: an OS thread running coroutines from its runnable queue.
+//!
+//! Each executor has
+//! * a [`RunQueue`] of coroutines ready to run (slot numbers),
+//! * a [`WaitQueue`]: the table of its live coroutines, indexed by slot.
+//!   The ones not on the run queue and not running are parked; a wake finds
+//!   its coroutine there by slot in O(1),
+//! * an [`Inbox`] through which other threads hand it new coroutines and
+//!   wakes,
+//! * a timer heap for parked coroutines with a deadline,
+//! * a [`StackPool`] of free coroutine stacks.
+//!
+//! # Invariants
+//!
+//! * **No migration.** A coroutine is created, resumed and dropped only on its
+//!   home executor thread. Other threads only ever see its [`TaskHeader`]
+//!   (wake state, slot, home), which is `Send + Sync`.
+//! * A slot is on the run queue at most once: it is pushed only by a yield, by
+//!   a spawn, or by whoever wins the `WAITING -> RUNNING` transition of its
+//!   [`WakeState`] (see `wake.rs`), and each of those happens once per
+//!   suspension.
+//! * The executor loop holds no `RefCell` borrow while a coroutine runs, so
+//!   code inside a coroutine (spawn, local wakes) can borrow the queues.
+//! * `CURRENT` points at this thread's [`Local`] for exactly as long as the
+//!   executor runs; `Local::running` points at the running task's header (and
+//!   `Local::yielder` at its yielder) only while that task is resumed.
+//! * An executor parks only after it has seen its inbox empty
+//!   (`pending == false`); whoever sets `pending` from false unparks it, and
+//!   crossbeam's parker keeps that token, so a hand-off is never slept
+//!   through.
+
+use std::cell::{Cell, RefCell};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Wake, Waker};
+use std::time::Instant;
+
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+use crossbeam_utils::sync::{Parker, Unparker};
+use crossbeam_utils::CachePadded;
+use swco_channel::hook::{self, Park};
+
+use crate::runtime::RuntimeShared;
+use crate::stack::{self, StackPool};
+use crate::wake::WakeState;
+
+/// A coroutine body, boxed so it can travel to its home executor.
+pub(crate) type Job = Box<dyn FnOnce() + Send>;
+
+/// Why a coroutine handed control back to its executor.
+pub(crate) enum Suspend {
+    /// `yield_now`: run me again after the others.
+    Yield,
+    /// Parked on a channel or join: run me when woken or at the deadline.
+    Park(Option<Instant>),
+}
+
+type Co = Coroutine<(), Suspend, (), DefaultStack>;
+
+/// Executor run state, set by the runtime at shutdown.
+pub(crate) const RUN: u8 = 0;
+/// Exit once nothing is live here (the runtime saw no live coroutine).
+pub(crate) const STOP: u8 = 1;
+/// Exit now, unwinding whatever coroutines are still here.
+pub(crate) const CANCEL: u8 = 2;
+
+/// Per-executor counters. Each has a single writer (the executor thread), so
+/// a relaxed load + store is enough and costs no locked instruction.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) spawned: AtomicU64,
+    pub(crate) finished: AtomicU64,
+    pub(crate) switches: AtomicU64,
+    pub(crate) blocks: AtomicU64,
+    pub(crate) wakes: AtomicU64,
+    pub(crate) parks: AtomicU64,
+}
+
+#[inline]
+fn bump(counter: &AtomicU64, by: u64) {
+    // Relaxed: statistics only, and only the executor thread writes.
+    counter.store(counter.load(Ordering::Relaxed) + by, Ordering::Relaxed);
+}
+
+#[derive(Default)]
+struct InboxQueue {
+    spawns: Vec<Job>,
+    wakes: Vec<usize>,
+}
+
+/// What other threads hand an executor: new coroutines and wakes.
+#[derive(Default)]
+pub(crate) struct Inbox {
+    /// Set when something was pushed since the executor last drained.
+    pending: AtomicBool,
+    queue: Mutex<InboxQueue>,
+}
+
+/// The part of an executor other threads may touch.
+pub(crate) struct ExecutorShared {
+    pub(crate) index: usize,
+    inbox: CachePadded<Inbox>,
+    unparker: Unparker,
+    pub(crate) stop: AtomicU8,
+    /// Coroutines placed here and not yet finished (for least-loaded
+    /// placement and the shutdown report).
+    pub(crate) live: CachePadded<AtomicUsize>,
+    pub(crate) counters: CachePadded<Counters>,
+}
+
+impl ExecutorShared {
+    pub(crate) fn new(index: usize, unparker: Unparker) -> Self {
+        ExecutorShared {
+            index,
+            inbox: CachePadded::new(Inbox::default()),
+            unparker,
+            stop: AtomicU8::new(RUN),
+            live: CachePadded::new(AtomicUsize::new(0)),
+            counters: CachePadded::new(Counters::default()),
+        }
+    }
+
+    /// Hands a new coroutine to this executor from another thread.
+    pub(crate) fn push_spawn(&self, job: Job) {
+        self.inbox.queue.lock().unwrap().spawns.push(job);
+        self.kick();
+    }
+
+    fn push_wake(&self, slot: usize) {
+        self.inbox.queue.lock().unwrap().wakes.push(slot);
+        self.kick();
+    }
+
+    fn kick(&self) {
+        // AcqRel: orders after our push (already published by the mutex) and
+        // only the push that flips false -> true needs to unpark.
+        if !self.inbox.pending.swap(true, Ordering::AcqRel) {
+            self.unparker.unpark();
+        }
+    }
+
+    /// Asks the executor to stop (`STOP` or `CANCEL`) and wakes it.
+    pub(crate) fn request_stop(&self, mode: u8) {
+        // Release: the runtime's shutdown decisions happen before the
+        // executor sees the flag.
+        self.stop.store(mode, Ordering::Release);
+        self.unparker.unpark();
+    }
+}
+
+/// What every waker of a coroutine holds: enough to put it back on its home
+/// executor's run queue from any thread.
+pub(crate) struct TaskHeader {
+    state: WakeState,
+    slot: usize,
+    home: Arc<ExecutorShared>,
+}
+
+impl Wake for TaskHeader {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if self.state.notify() {
+            schedule(&self.home, self.slot);
+        }
+    }
+}
+
+/// Puts a woken coroutine on its home run queue: directly if we are on the
+/// home executor thread (no lock, no allocation), else through its inbox.
+fn schedule(home: &Arc<ExecutorShared>, slot: usize) {
+    if let Some(local) = Local::current() {
+        if std::ptr::eq(Arc::as_ptr(&local.shared), Arc::as_ptr(home)) {
+            local.run_queue.borrow_mut().0.push_back(slot);
+            bump(&local.shared.counters.wakes, 1);
+            return;
+        }
+    }
+    home.push_wake(slot);
+}
+
+/// One coroutine as its executor holds it.
+struct Task {
+    co: Co,
+    header: Arc<TaskHeader>,
+    /// The coroutine's yielder, known after its first run (null before).
+    yielder: *const Yielder<(), Suspend>,
+    /// Lowest address of the stack's guard page (for the overflow message).
+    guard: usize,
+    /// Identifies this task's pending timer entry (0: none).
+    timer_seq: u64,
+}
+
+/// Ready coroutines, by slot, in FIFO order.
+#[derive(Default)]
+pub(crate) struct RunQueue(VecDeque<usize>);
+
+/// Every live coroutine of the executor that is not running right now,
+/// indexed by slot. Those not on the [`RunQueue`] are parked: this is the
+/// executor's wait queue, and a wake finds its coroutine here by slot.
+#[derive(Default)]
+struct WaitQueue {
+    slots: Vec<Option<Task>>,
+    free: Vec<usize>,
+}
+
+impl WaitQueue {
+    fn reserve(&mut self) -> usize {
+        match self.free.pop() {
+            Some(slot) => slot,
+            None => {
+                self.slots.push(None);
+                self.slots.len() - 1
+            }
+        }
+    }
+
+    fn put(&mut self, slot: usize, task: Task) {
+        debug_assert!(self.slots[slot].is_none());
+        self.slots[slot] = Some(task);
+    }
+
+    fn take(&mut self, slot: usize) -> Option<Task> {
+        self.slots.get_mut(slot).and_then(Option::take)
+    }
+
+    fn release(&mut self, slot: usize) {
+        self.free.push(slot);
+    }
+
+    fn get(&self, slot: usize) -> Option<&Task> {
+        self.slots.get(slot).and_then(Option::as_ref)
+    }
+
+    fn take_any(&mut self) -> Option<Task> {
+        self.slots.iter_mut().find_map(Option::take)
+    }
+}
+
+/// The executor's thread-confined state.
+pub(crate) struct Local {
+    pub(crate) shared: Arc<ExecutorShared>,
+    pub(crate) runtime: Arc<RuntimeShared>,
+    run_queue: RefCell<RunQueue>,
+    wait_queue: RefCell<WaitQueue>,
+    timers: RefCell<BinaryHeap<Reverse<(Instant, u64, usize)>>>,
+    next_timer_seq: Cell<u64>,
+    pool: RefCell<StackPool>,
+    /// Drained inbox buffers, kept to swap with the inbox's (no allocation).
+    spare: RefCell<InboxQueue>,
+    /// The running task's header, or null.
+    running: Cell<*const Arc<TaskHeader>>,
+    /// The running task's yielder, or null.
+    yielder: Cell<*const Yielder<(), Suspend>>,
+    /// Set while coroutines are being unwound by a cancelling shutdown.
+    cancelling: Cell<bool>,
+    page: usize,
+}
+
+thread_local! {
+    static CURRENT: Cell<*const Local> = const { Cell::new(std::ptr::null()) };
+}
+
+impl Local {
+    /// This thread's executor, if it is an executor thread.
+    #[inline]
+    pub(crate) fn current() -> Option<&'static Local> {
+        let ptr = CURRENT.with(Cell::get);
+        // SAFETY: CURRENT is non-null only while `run_executor` is running on
+        // this thread, with the Local alive in its frame; it is reset before
+        // that Local is dropped, and all code that can observe the reference
+        // (coroutines, wakers called on this thread) runs inside that window.
+        // The 'static is a lie we never let escape the executor thread: the
+        // reference is used and dropped within the calling function.
+        unsafe { ptr.as_ref() }
+    }
+
+    /// Whether a coroutine of this executor is running on this thread.
+    #[inline]
+    pub(crate) fn in_coroutine(&self) -> bool {
+        !self.running.get().is_null()
+    }
+
+    /// Whether a shutdown is unwinding this executor's coroutines.
+    pub(crate) fn cancelling(&self) -> bool {
+        self.cancelling.get()
+    }
+
+    /// Suspends the running coroutine.
+    ///
+    /// # Panics
+    ///
+    /// If no coroutine is running on this thread.
+    pub(crate) fn suspend(&self, why: Suspend) {
+        let yielder = self.yielder.get();
+        assert!(!yielder.is_null(), "swco: suspend outside a coroutine");
+        // SAFETY: `yielder` is the running coroutine's Yielder: set when the
+        // coroutine started (or restored before resuming it), it lives on
+        // that coroutine's stack, which is the stack we are on now.
+        unsafe { (*yielder).suspend(why) };
+    }
+
+    /// Creates a coroutine for `job` on this executor and makes it runnable.
+    pub(crate) fn start(&self, job: Job) {
+        let slot = self.wait_queue.borrow_mut().reserve();
+        let header = Arc::new(TaskHeader {
+            state: WakeState::new(),
+            slot,
+            home: self.shared.clone(),
+        });
+        let stack = self.pool.borrow_mut().take();
+        let guard = stack::guard_low(&stack);
+        let co = Coroutine::with_stack(stack, move |yielder: &Yielder<(), Suspend>, ()| {
+            if let Some(local) = Local::current() {
+                local.yielder.set(yielder);
+            }
+            job();
+        });
+        self.wait_queue.borrow_mut().put(
+            slot,
+            Task {
+                co,
+                header,
+                yielder: std::ptr::null(),
+                guard,
+                timer_seq: 0,
+            },
+        );
+        self.run_queue.borrow_mut().0.push_back(slot);
+        bump(&self.shared.counters.spawned, 1);
+    }
+
+    fn drain_inbox(&self) {
+        // Relaxed peek keeps the common empty case free of RMW; the swap's
+        // Acquire pairs with the pusher's AcqRel swap.
+        if !self.shared.inbox.pending.load(Ordering::Relaxed)
+            || !self.shared.inbox.pending.swap(false, Ordering::Acquire)
+        {
+            return;
+        }
+        let mut spare = self.spare.borrow_mut();
+        {
+            let mut queue = self.shared.inbox.queue.lock().unwrap();
+            std::mem::swap(&mut *queue, &mut *spare);
+        }
+        if !spare.wakes.is_empty() {
+            bump(&self.shared.counters.wakes, spare.wakes.len() as u64);
+            self.run_queue.borrow_mut().0.extend(spare.wakes.drain(..));
+        }
+        let jobs = std::mem::take(&mut spare.spawns);
+        drop(spare);
+        let mut jobs = jobs;
+        for job in jobs.drain(..) {
+            self.start(job);
+        }
+        // Hand the (empty, still allocated) buffer back for the next swap.
+        self.spare.borrow_mut().spawns = jobs;
+    }
+
+    fn fire_timers(&self) {
+        let mut timers = self.timers.borrow_mut();
+        if timers.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        let waits = self.wait_queue.borrow();
+        while let Some(&Reverse((deadline, seq, slot))) = timers.peek() {
+            if deadline > now {
+                break;
+            }
+            timers.pop();
+            if let Some(task) = waits.get(slot) {
+                if task.timer_seq == seq && task.header.state.expire() {
+                    self.run_queue.borrow_mut().0.push_back(slot);
+                }
+            }
+        }
+    }
+
+    fn run_task(&self, slot: usize) {
+        let Some(mut task) = self.wait_queue.borrow_mut().take(slot) else {
+            debug_assert!(false, "run queue named an empty slot");
+            return;
+        };
+        self.running.set(&task.header);
+        self.yielder.set(task.yielder);
+        stack::set_running_guard(task.guard, self.page);
+        bump(&self.shared.counters.switches, 1);
+        let result = task.co.resume(());
+        stack::set_running_guard(0, self.page);
+        task.yielder = self.yielder.replace(std::ptr::null());
+        self.running.set(std::ptr::null());
+        match result {
+            CoroutineResult::Yield(Suspend::Yield) => {
+                self.wait_queue.borrow_mut().put(slot, task);
+                self.run_queue.borrow_mut().0.push_back(slot);
+            }
+            CoroutineResult::Yield(Suspend::Park(deadline)) => {
+                bump(&self.shared.counters.blocks, 1);
+                task.timer_seq = match deadline {
+                    Some(d) => {
+                        let seq = self.next_timer_seq.get() + 1;
+                        self.next_timer_seq.set(seq);
+                        self.timers.borrow_mut().push(Reverse((d, seq, slot)));
+                        seq
+                    }
+                    None => 0,
+                };
+                self.wait_queue.borrow_mut().put(slot, task);
+            }
+            CoroutineResult::Return(()) => {
+                let stack = task.co.into_stack();
+                self.pool.borrow_mut().give_back(stack);
+                self.wait_queue.borrow_mut().release(slot);
+                self.finished_one();
+            }
+        }
+    }
+
+    fn finished_one(&self) {
+        bump(&self.shared.counters.finished, 1);
+        // Relaxed: a load figure for placement and reports; the runtime-wide
+        // count below is what shutdown synchronises on.
+        self.shared.live.fetch_sub(1, Ordering::Relaxed);
+        self.runtime.finished_one();
+    }
+
+    fn run(&self, parker: &Parker) {
+        let mut since_timers = 0u32;
+        loop {
+            self.drain_inbox();
+            // Timers are checked when idle, and every 64 runs so a busy
+            // executor does not starve a timed-out waiter.
+            if since_timers >= 64 || self.run_queue.borrow().0.is_empty() {
+                since_timers = 0;
+                self.fire_timers();
+            }
+            let next = self.run_queue.borrow_mut().0.pop_front();
+            if let Some(slot) = next {
+                self.run_task(slot);
+                since_timers += 1;
+                continue;
+            }
+            // Nothing runnable.
+            // Acquire: pairs with request_stop's Release.
+            match self.shared.stop.load(Ordering::Acquire) {
+                CANCEL => return,
+                STOP if self.shared.live.load(Ordering::Relaxed) == 0 => return,
+                _ => {}
+            }
+            // Relaxed: the parker's token covers a push that races with this
+            // check (see the module invariants).
+            if self.shared.inbox.pending.load(Ordering::Relaxed) {
+                continue;
+            }
+            bump(&self.shared.counters.parks, 1);
+            let earliest = self.timers.borrow().peek().map(|Reverse((d, _, _))| *d);
+            match earliest {
+                Some(deadline) => parker.park_deadline(deadline),
+                None => parker.park(),
+            }
+        }
+    }
+
+    /// Unwinds every coroutine still here (cancelling shutdown) and drops
+    /// unstarted ones, completing their join handles with "cancelled".
+    fn cancel_all(&self) {
+        self.cancelling.set(true);
+        loop {
+            // Take the inbox's unstarted coroutines, then unwind the started
+            // ones; unwinding may wake or spawn more, so repeat until empty.
+            let jobs = std::mem::take(&mut self.shared.inbox.queue.lock().unwrap().spawns);
+            let had_jobs = !jobs.is_empty();
+            for job in jobs {
+                drop(job);
+                // The runtime counted it live at spawn.
+                self.shared.live.fetch_sub(1, Ordering::Relaxed);
+                self.runtime.finished_one();
+            }
+            let task = self.wait_queue.borrow_mut().take_any();
+            let Some(mut task) = task else {
+                if had_jobs {
+                    continue;
+                }
+                break;
+            };
+            self.running.set(&task.header);
+            self.yielder.set(task.yielder);
+            task.co.force_unwind();
+            self.yielder.set(std::ptr::null());
+            self.running.set(std::ptr::null());
+            drop(task);
+            self.finished_one();
+        }
+        self.run_queue.borrow_mut().0.clear();
+        self.cancelling.set(false);
+    }
+}
+
+/// The park hook installed on executor threads: inside a coroutine, parking
+/// suspends the coroutine; elsewhere it falls back to parking the thread.
+struct CoroutinePark {
+    fallback: Rc<dyn Park>,
+}
+
+impl Park for CoroutinePark {
+    fn waker(&self) -> Waker {
+        match Local::current() {
+            Some(local) if local.in_coroutine() => {
+                // SAFETY: `running` is non-null, so it points at the header
+                // of the task being resumed, which lives in `run_task`'s (or
+                // `cancel_all`'s) frame for the whole resume.
+                let header = unsafe { &*local.running.get() };
+                Waker::from(Arc::clone(header))
+            }
+            _ => self.fallback.waker(),
+        }
+    }
+
+    fn park(&self, deadline: Option<Instant>) {
+        let Some(local) = Local::current().filter(|l| l.in_coroutine()) else {
+            return self.fallback.park(deadline);
+        };
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return;
+        }
+        // SAFETY: as in `waker`: non-null `running` points at the live header
+        // of the running task.
+        let header = unsafe { &*local.running.get() };
+        if header.state.prepare_park() {
+            local.suspend(Suspend::Park(deadline));
+        }
+    }
+
+    fn spin_before_park(&self) -> bool {
+        // Inside a coroutine, parking is a cheap switch that lets a neighbour
+        // run: do not spin. Outside, defer to the thread parker.
+        match Local::current() {
+            Some(local) if local.in_coroutine() => false,
+            _ => self.fallback.spin_before_park(),
+        }
+    }
+}
+
+/// Body of executor thread `shared.index`.
+pub(crate) fn run_executor(
+    shared: Arc<ExecutorShared>,
+    runtime: Arc<RuntimeShared>,
+    parker: Parker,
+    stack_size: usize,
+) {
+    let _alt_stack = stack::prepare_thread(shared.index, stack_size);
+    let local = Local {
+        shared,
+        runtime,
+        run_queue: RefCell::default(),
+        wait_queue: RefCell::default(),
+        timers: RefCell::default(),
+        next_timer_seq: Cell::new(0),
+        pool: RefCell::new(StackPool::new(stack_size)),
+        spare: RefCell::default(),
+        running: Cell::new(std::ptr::null()),
+        yielder: Cell::new(std::ptr::null()),
+        cancelling: Cell::new(false),
+        page: stack::page_size(),
+    };
+    CURRENT.with(|c| c.set(&local));
+    let fallback = hook::current();
+    let previous = hook::set_current(Some(Rc::new(CoroutinePark { fallback })));
+    local.run(&parker);
+    local.cancel_all();
+    hook::set_current(previous);
+    CURRENT.with(|c| c.set(std::ptr::null()));
+}

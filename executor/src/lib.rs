@@ -1,0 +1,56 @@
+//! CPE executors and the MPE scheduler of swco: stackful coroutines that
+//! block on channels.
+//!
+//! A [`Runtime`] starts `executors(n)` OS threads (`swco-cpe-<i>`), each a
+//! CPE executor with a runnable queue, a wait queue and an inbox. The
+//! runtime (the MPE scheduler) places each spawned coroutine on one executor
+//! (round-robin or least-loaded, or pinned with
+//! [`spawn_on`](Runtime::spawn_on)), where it stays for life. A coroutine
+//! that blocks on a `swco-channel` channel or on a [`JoinHandle`] suspends
+//! onto its executor's wait queue; the wake puts it back on that executor's
+//! runnable queue. Idle executors park.
+//!
+//! ```
+//! use swco_executor::Runtime;
+//! use swco_channel::mpmc;
+//!
+//! let rt = Runtime::builder().executors(4).build().unwrap();
+//! let (tx, rx) = mpmc::bounded::<u64>(1);
+//! let consumer = rt.spawn(move || rx.iter().sum::<u64>());
+//! let producer = rt.spawn(move || for i in 1..=100 { tx.send(i).unwrap() });
+//! producer.join().unwrap();
+//! assert_eq!(consumer.join().unwrap(), 5050);
+//! ```
+#![cfg_attr(loom, allow(dead_code, unused_imports))]
+#![warn(missing_docs)]
+
+mod error;
+mod join;
+mod wake;
+
+#[cfg(not(loom))]
+mod executor;
+#[cfg(not(loom))]
+mod runtime;
+#[cfg(not(loom))]
+mod stack;
+
+pub use error::{BuildError, ShutdownTimeout, SpawnError};
+pub use join::{JoinError, JoinHandle};
+
+#[cfg(not(loom))]
+pub use runtime::{
+    current_cpe, spawn, yield_now, ExecutorStats, Placement, Runtime, RuntimeBuilder, Stats,
+    DEFAULT_EXECUTORS,
+};
+#[cfg(not(loom))]
+pub use stack::{DEFAULT_STACK_SIZE, MIN_STACK_SIZE};
+
+/// The executor's synchronisation cores, exposed for loom models only: the
+/// per-coroutine wake state machine and the join-handle hand-off. Not part
+/// of the supported API.
+#[doc(hidden)]
+pub mod model {
+    pub use crate::join::{Completer, JoinSlot};
+    pub use crate::wake::WakeState;
+}

@@ -1,0 +1,562 @@
+//! The MPE scheduler: the [`Runtime`] that owns the executors and places
+//! coroutines on them.
+//!
+//! # Invariants
+//!
+//! * `live` counts coroutines spawned and not yet finished, runtime-wide. A
+//!   spawn increments it *before* checking `closed`, and shutdown sets
+//!   `closed` before waiting for `live == 0` (both `SeqCst`), so a spawn that
+//!   races with shutdown is either refused or waited for, never lost.
+//! * Coroutines spawned from inside a coroutine are accepted even while
+//!   closing: their parent is live, so shutdown is still waiting.
+//! * Executors are told to stop only once `live == 0` (or, for
+//!   `shutdown_timeout`, told to cancel what is left), and every executor
+//!   thread is joined before shutdown returns.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crossbeam_utils::sync::Parker;
+
+use crate::error::{BuildError, ShutdownTimeout, SpawnError};
+use crate::executor::{self, ExecutorShared, Job, Local, CANCEL, STOP};
+use crate::join::{JoinError, JoinHandle, JoinSlot};
+use crate::stack::{page_size, DEFAULT_STACK_SIZE, MIN_STACK_SIZE};
+
+/// The default number of executors: one per CPE of an SW26010 core group.
+pub const DEFAULT_EXECUTORS: usize = 64;
+
+/// How [`Runtime::spawn`] (and [`spawn`](crate::spawn) inside a coroutine)
+/// picks an executor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Placement {
+    /// Executors in turn: 0, 1, 2, ... (the default).
+    #[default]
+    RoundRobin,
+    /// The executor with the fewest live coroutines (ties: lowest index).
+    LeastLoaded,
+}
+
+/// Configures and builds a [`Runtime`].
+///
+/// ```
+/// use swco_executor::{Placement, Runtime};
+/// let rt = Runtime::builder()
+///     .executors(4)
+///     .stack_size(32 * 1024)
+///     .placement(Placement::LeastLoaded)
+///     .build()
+///     .unwrap();
+/// assert_eq!(rt.executors(), 4);
+/// ```
+#[derive(Debug, Clone)]
+pub struct RuntimeBuilder {
+    executors: usize,
+    stack_size: usize,
+    placement: Placement,
+}
+
+impl Default for RuntimeBuilder {
+    fn default() -> Self {
+        RuntimeBuilder {
+            executors: DEFAULT_EXECUTORS,
+            stack_size: DEFAULT_STACK_SIZE,
+            placement: Placement::RoundRobin,
+        }
+    }
+}
+
+impl RuntimeBuilder {
+    /// A builder with the defaults: 64 executors, 64 KiB stacks, round-robin.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The number of CPE executors (OS threads, named `swco-cpe-<i>`).
+    /// Zero is a [`BuildError::NoExecutors`].
+    pub fn executors(mut self, n: usize) -> Self {
+        self.executors = n;
+        self
+    }
+
+    /// Usable bytes per coroutine stack (rounded up to whole pages; a guard
+    /// page is added below). Less than [`MIN_STACK_SIZE`] is a
+    /// [`BuildError::StackTooSmall`].
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = bytes;
+        self
+    }
+
+    /// The placement policy of [`Runtime::spawn`].
+    pub fn placement(mut self, placement: Placement) -> Self {
+        self.placement = placement;
+        self
+    }
+
+    /// Starts the executor threads.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError`] for zero executors, a stack below [`MIN_STACK_SIZE`],
+    /// or a failure to start a thread.
+    pub fn build(self) -> Result<Runtime, BuildError> {
+        if self.executors == 0 {
+            return Err(BuildError::NoExecutors);
+        }
+        if self.stack_size < MIN_STACK_SIZE {
+            return Err(BuildError::StackTooSmall {
+                requested: self.stack_size,
+                minimum: MIN_STACK_SIZE,
+            });
+        }
+        let page = page_size();
+        let stack_size = self.stack_size.div_ceil(page) * page;
+
+        let parkers: Vec<Parker> = (0..self.executors).map(|_| Parker::new()).collect();
+        let executors: Vec<Arc<ExecutorShared>> = parkers
+            .iter()
+            .enumerate()
+            .map(|(i, p)| Arc::new(ExecutorShared::new(i, p.unparker().clone())))
+            .collect();
+        let shared = Arc::new(RuntimeShared {
+            executors,
+            placement: self.placement,
+            next: AtomicUsize::new(0),
+            live: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
+            idle: Mutex::new(()),
+            idle_changed: Condvar::new(),
+        });
+        let runtime = Runtime {
+            shared: shared.clone(),
+            threads: Mutex::new(Vec::with_capacity(self.executors)),
+            stack_size,
+        };
+        for (i, parker) in parkers.into_iter().enumerate() {
+            let exec = shared.executors[i].clone();
+            let rt = shared.clone();
+            let started = thread::Builder::new()
+                .name(format!("swco-cpe-{i}"))
+                .spawn(move || executor::run_executor(exec, rt, parker, stack_size));
+            match started {
+                Ok(t) => runtime.threads.lock().unwrap().push(t),
+                // Dropping `runtime` stops and joins the threads started so far.
+                Err(e) => return Err(BuildError::Thread(e)),
+            }
+        }
+        Ok(runtime)
+    }
+}
+
+/// Runtime-wide state shared by the handle and every executor thread.
+pub(crate) struct RuntimeShared {
+    executors: Vec<Arc<ExecutorShared>>,
+    placement: Placement,
+    /// Round-robin cursor.
+    next: AtomicUsize,
+    live: AtomicUsize,
+    closed: AtomicBool,
+    idle: Mutex<()>,
+    idle_changed: Condvar,
+}
+
+impl RuntimeShared {
+    fn place(&self) -> usize {
+        let n = self.executors.len();
+        match self.placement {
+            // Relaxed: only distinctness of turns matters, not ordering.
+            Placement::RoundRobin => self.next.fetch_add(1, Ordering::Relaxed) % n,
+            Placement::LeastLoaded => {
+                let mut best = 0;
+                let mut best_load = usize::MAX;
+                for (i, e) in self.executors.iter().enumerate() {
+                    // Relaxed: a load estimate; staleness only skews balance.
+                    let load = e.live.load(Ordering::Relaxed);
+                    if load < best_load {
+                        best = i;
+                        best_load = load;
+                        if load == 0 {
+                            break;
+                        }
+                    }
+                }
+                best
+            }
+        }
+    }
+
+    /// Spawns `f` on executor `cpe`. `from_coroutine` spawns are accepted
+    /// while closing (see the module invariants).
+    fn submit<F, T>(
+        &self,
+        cpe: usize,
+        f: F,
+        from_coroutine: bool,
+    ) -> Result<JoinHandle<T>, SpawnError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let Some(exec) = self.executors.get(cpe) else {
+            return Err(SpawnError::OutOfRange {
+                cpe,
+                executors: self.executors.len(),
+            });
+        };
+        // SeqCst (both): the Dekker pair with shutdown's closed/live.
+        self.live.fetch_add(1, Ordering::SeqCst);
+        if !from_coroutine && self.closed.load(Ordering::SeqCst) {
+            self.finished_one();
+            return Err(SpawnError::ShutDown);
+        }
+        // Relaxed: a load estimate for placement and reports.
+        exec.live.fetch_add(1, Ordering::Relaxed);
+        let (completer, handle) = JoinSlot::pair();
+        let job: Job = Box::new(move || {
+            let outcome = catch_unwind(AssertUnwindSafe(f));
+            let cancelled = Local::current().is_some_and(Local::cancelling);
+            completer.complete(outcome.map_err(|payload| {
+                if cancelled {
+                    JoinError::cancelled()
+                } else {
+                    JoinError::panic(payload)
+                }
+            }));
+        });
+        match Local::current() {
+            // Same executor, from inside it: no inbox, no lock.
+            Some(local)
+                if local.shared.index == cpe && std::ptr::eq(local.runtime.as_ref(), self) =>
+            {
+                local.start(job)
+            }
+            _ => exec.push_spawn(job),
+        }
+        Ok(handle.with_cpe(cpe))
+    }
+
+    pub(crate) fn finished_one(&self) {
+        // SeqCst: pairs with shutdown's closed store / live load.
+        if self.live.fetch_sub(1, Ordering::SeqCst) == 1 {
+            let _guard = self.idle.lock().unwrap();
+            self.idle_changed.notify_all();
+        }
+    }
+
+    fn executors(&self) -> usize {
+        self.executors.len()
+    }
+}
+
+/// A swco runtime: `executors` CPE executor threads and the scheduler that
+/// places coroutines on them.
+///
+/// Dropping the runtime shuts it down (waiting for live coroutines).
+///
+/// ```
+/// use swco_executor::Runtime;
+/// let rt = Runtime::builder().executors(2).build().unwrap();
+/// let h = rt.spawn_on(1, || swco_executor::current_cpe()).unwrap();
+/// assert_eq!(h.join().unwrap(), Some(1));
+/// rt.shutdown();
+/// ```
+pub struct Runtime {
+    shared: Arc<RuntimeShared>,
+    threads: Mutex<Vec<thread::JoinHandle<()>>>,
+    stack_size: usize,
+}
+
+impl Runtime {
+    /// A builder, to configure executors, stack size and placement.
+    pub fn builder() -> RuntimeBuilder {
+        RuntimeBuilder::new()
+    }
+
+    /// A runtime with all defaults (64 executors, 64 KiB stacks,
+    /// round-robin).
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::Thread`] if an executor thread cannot be started.
+    pub fn new() -> Result<Runtime, BuildError> {
+        RuntimeBuilder::new().build()
+    }
+
+    /// The number of executors.
+    pub fn executors(&self) -> usize {
+        self.shared.executors()
+    }
+
+    /// The usable size of each coroutine stack, in bytes (page-rounded).
+    pub fn stack_size(&self) -> usize {
+        self.stack_size
+    }
+
+    /// Spawns a coroutine on the executor chosen by the placement policy.
+    ///
+    /// After [`shutdown`](Runtime::shutdown) the coroutine is not run and the
+    /// handle's `join` returns an error saying so; use
+    /// [`try_spawn`](Runtime::try_spawn) to get the error at once.
+    pub fn spawn<F, T>(&self, f: F) -> JoinHandle<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.try_spawn(f).unwrap_or_else(|_| {
+            let (completer, handle) = JoinSlot::pair();
+            completer.complete(Err(JoinError::shut_down()));
+            handle
+        })
+    }
+
+    /// Spawns a coroutine on the executor chosen by the placement policy.
+    ///
+    /// # Errors
+    ///
+    /// [`SpawnError::ShutDown`] after shutdown.
+    pub fn try_spawn<F, T>(&self, f: F) -> Result<JoinHandle<T>, SpawnError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let cpe = self.shared.place();
+        self.shared.submit(cpe, f, self.on_own_executor())
+    }
+
+    /// Spawns a coroutine on executor `cpe` (pinned there for life).
+    ///
+    /// # Errors
+    ///
+    /// [`SpawnError::OutOfRange`] if `cpe >= self.executors()`,
+    /// [`SpawnError::ShutDown`] after shutdown.
+    pub fn spawn_on<F, T>(&self, cpe: usize, f: F) -> Result<JoinHandle<T>, SpawnError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.shared.submit(cpe, f, self.on_own_executor())
+    }
+
+    /// Per-executor counters (relaxed snapshots). A coroutine's `finished`
+    /// is counted just after its join handle is completed, so the totals are
+    /// exact once [`shutdown`](Runtime::shutdown) has returned.
+    pub fn stats(&self) -> Stats {
+        Stats {
+            executors: self
+                .shared
+                .executors
+                .iter()
+                .map(|e| {
+                    let c = &e.counters;
+                    // Relaxed: statistics snapshot.
+                    ExecutorStats {
+                        spawned: c.spawned.load(Ordering::Relaxed),
+                        finished: c.finished.load(Ordering::Relaxed),
+                        context_switches: c.switches.load(Ordering::Relaxed),
+                        blocks: c.blocks.load(Ordering::Relaxed),
+                        wakes: c.wakes.load(Ordering::Relaxed),
+                        parks: c.parks.load(Ordering::Relaxed),
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    /// Waits for every live coroutine to finish, then stops and joins the
+    /// executor threads. Idempotent; also done on drop. Spawning afterwards
+    /// fails with [`SpawnError::ShutDown`].
+    ///
+    /// # Panics
+    ///
+    /// If called from inside one of this runtime's coroutines (it would wait
+    /// for itself).
+    pub fn shutdown(&self) {
+        let _ = self.shutdown_until(None);
+    }
+
+    /// Like [`shutdown`](Runtime::shutdown), but waits at most `timeout` for
+    /// live coroutines. If some are still live then, they are cancelled
+    /// (their stacks unwound, their join handles return a cancelled
+    /// [`JoinError`]), the threads are joined, and the error reports how many
+    /// were live on each executor.
+    ///
+    /// A coroutine that never yields cannot be cancelled; its executor thread
+    /// is then joined only when it returns.
+    ///
+    /// # Errors
+    ///
+    /// [`ShutdownTimeout`] if coroutines were still live at the timeout.
+    ///
+    /// # Panics
+    ///
+    /// If called from inside one of this runtime's coroutines.
+    pub fn shutdown_timeout(&self, timeout: Duration) -> Result<(), ShutdownTimeout> {
+        self.shutdown_until(Some(Instant::now() + timeout))
+    }
+
+    fn on_own_executor(&self) -> bool {
+        Local::current().is_some_and(|l| Arc::ptr_eq(&l.runtime, &self.shared) && l.in_coroutine())
+    }
+
+    fn shutdown_until(&self, deadline: Option<Instant>) -> Result<(), ShutdownTimeout> {
+        assert!(
+            !Local::current().is_some_and(|l| Arc::ptr_eq(&l.runtime, &self.shared)),
+            "swco: Runtime::shutdown called from one of its own executors; it would wait for itself"
+        );
+        // SeqCst: see the module invariants.
+        self.shared.closed.store(true, Ordering::SeqCst);
+        let mut timed_out = false;
+        {
+            let mut guard = self.shared.idle.lock().unwrap();
+            while self.shared.live.load(Ordering::SeqCst) != 0 {
+                match deadline {
+                    None => guard = self.shared.idle_changed.wait(guard).unwrap(),
+                    Some(d) => {
+                        let now = Instant::now();
+                        if now >= d {
+                            timed_out = true;
+                            break;
+                        }
+                        guard = self
+                            .shared
+                            .idle_changed
+                            .wait_timeout(guard, d - now)
+                            .unwrap()
+                            .0;
+                    }
+                }
+            }
+        }
+        let report = timed_out.then(|| ShutdownTimeout {
+            // Relaxed: the report is a snapshot.
+            blocked: self
+                .shared
+                .executors
+                .iter()
+                .map(|e| e.live.load(Ordering::Relaxed))
+                .collect(),
+        });
+        let mode = if timed_out { CANCEL } else { STOP };
+        for e in &self.shared.executors {
+            e.request_stop(mode);
+        }
+        let threads = std::mem::take(&mut *self.threads.lock().unwrap());
+        for t in threads {
+            // An executor thread does not panic (coroutine panics are caught);
+            // if one did, there is nothing left to clean up.
+            let _ = t.join();
+        }
+        match report {
+            Some(r) if r.total() > 0 => Err(r),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("executors", &self.executors())
+            .field("stack_size", &self.stack_size)
+            .field("placement", &self.shared.placement)
+            .finish()
+    }
+}
+
+/// Spawns a coroutine on the current coroutine's runtime, placed by its
+/// policy.
+///
+/// ```
+/// # use swco_executor::Runtime;
+/// let rt = Runtime::builder().executors(2).build().unwrap();
+/// let h = rt.spawn(|| swco_executor::spawn(|| 1 + 1).join().unwrap());
+/// assert_eq!(h.join().unwrap(), 2);
+/// ```
+///
+/// # Panics
+///
+/// If called outside a coroutine (there is no runtime to spawn on): use
+/// [`Runtime::spawn`] there.
+pub fn spawn<F, T>(f: F) -> JoinHandle<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let local = Local::current()
+        .filter(|l| l.in_coroutine())
+        .expect("swco::spawn called outside a coroutine; use Runtime::spawn from plain threads");
+    let rt = local.runtime.clone();
+    let cpe = rt.place();
+    match rt.submit(cpe, f, true) {
+        Ok(h) => h,
+        Err(e) => unreachable!("spawn from a live coroutine cannot fail: {e}"),
+    }
+}
+
+/// Lets the other runnable coroutines of this executor run, then continues.
+/// Outside a coroutine, yields the OS thread.
+pub fn yield_now() {
+    match Local::current().filter(|l| l.in_coroutine()) {
+        Some(local) => local.suspend(executor::Suspend::Yield),
+        None => thread::yield_now(),
+    }
+}
+
+/// The index of the executor (CPE) running the current coroutine; `None`
+/// outside a coroutine.
+pub fn current_cpe() -> Option<usize> {
+    Local::current()
+        .filter(|l| l.in_coroutine())
+        .map(|l| l.shared.index)
+}
+
+/// Counters of one executor since the runtime started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ExecutorStats {
+    /// Coroutines created on this executor.
+    pub spawned: u64,
+    /// Coroutines that finished here (returned, panicked or were cancelled).
+    pub finished: u64,
+    /// Coroutine resumptions.
+    pub context_switches: u64,
+    /// Times a coroutine suspended itself on the wait queue (blocked).
+    pub blocks: u64,
+    /// Wakes that put a parked coroutine back on the run queue.
+    pub wakes: u64,
+    /// Times the executor thread itself parked, having nothing to run.
+    pub parks: u64,
+}
+
+/// Per-executor counters of a runtime, indexed by executor.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// One entry per executor.
+    pub executors: Vec<ExecutorStats>,
+}
+
+impl Stats {
+    /// The counters summed over all executors.
+    pub fn total(&self) -> ExecutorStats {
+        self.executors
+            .iter()
+            .fold(ExecutorStats::default(), |a, e| ExecutorStats {
+                spawned: a.spawned + e.spawned,
+                finished: a.finished + e.finished,
+                context_switches: a.context_switches + e.context_switches,
+                blocks: a.blocks + e.blocks,
+                wakes: a.wakes + e.wakes,
+                parks: a.parks + e.parks,
+            })
+    }
+}
