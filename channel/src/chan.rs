@@ -11,9 +11,13 @@
 //!    (`Ring::write`/`Ring::read`) nothing here can park or yield the
 //!    coroutine.
 //! 3. **No lost wake-ups.** A blocking operation registers its waker, issues
-//!    `fence(SeqCst)`, re-checks, and only then parks; every operation that
-//!    makes progress issues `fence(SeqCst)` before looking for waiters (see
-//!    `waker.rs`). Disconnection stores its flag, fences, and wakes everyone.
+//!    `fence(SeqCst)`, re-checks (reading the other side's position through
+//!    `Cursor::position_for_waiter`), and only then parks. Every operation
+//!    that makes progress is ordered against that re-check before it looks
+//!    for waiters: by `fence(SeqCst)` on a lone side, by its own claim (a
+//!    read-modify-write that the re-check also read-modify-writes) on a
+//!    `Cas` or `Updt` side (see `claim/mod.rs` and `waker.rs`).
+//!    Disconnection stores its flag, fences, and wakes everyone.
 //! 4. **Disconnection is a flag per side, set once (idempotently) by the last
 //!    endpoint of the side.** After the receivers are gone, sends fail and
 //!    buffered messages are dropped; after the senders are gone, receivers
@@ -79,16 +83,18 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
         }
     }
 
+    /// A blocked sender's re-check, after registering and `fence(SeqCst)`.
     #[inline]
-    fn is_full_now(&self) -> bool {
+    fn still_full(&self) -> bool {
+        let head = self.rx.position_for_waiter();
         let tail = self.tx.position();
-        let head = self.rx.position();
-        self.ring.is_full_at(head, tail)
+        self.ring.is_full_at(head, tail) && !self.receivers_gone()
     }
 
+    /// A blocked receiver's re-check, after registering and `fence(SeqCst)`.
     #[inline]
-    fn is_empty_now(&self) -> bool {
-        self.tx.position() == self.rx.position()
+    fn still_empty(&self) -> bool {
+        self.tx.position_for_waiter() == self.rx.position() && !self.senders_gone()
     }
 
     #[inline]
@@ -114,7 +120,9 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
                     // SAFETY: the cursor gave us `pos` as a producer.
                     unsafe { self.ring.write(pos, msg) };
                     // The message is published; a receiver may be waiting for it.
-                    fence(Ordering::SeqCst);
+                    if !<M::Tx<P> as Cursor>::CLAIM_SYNCS_WITH_WAITERS {
+                        fence(Ordering::SeqCst);
+                    }
                     if self.receivers.has_waiters() {
                         self.receivers.notify_one();
                     }
@@ -163,7 +171,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
             }
             let key = self.senders.register(park.waker());
             fence(Ordering::SeqCst);
-            if self.is_full_now() && !self.receivers_gone() {
+            if self.still_full() {
                 park.park(deadline);
             }
             self.senders.unregister(key);
@@ -180,7 +188,9 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
                     // SAFETY: the cursor gave us `pos` as a consumer.
                     let msg = unsafe { self.ring.read(pos) };
                     // A slot is free; a sender may be waiting for it.
-                    fence(Ordering::SeqCst);
+                    if !<M::Rx<P> as Cursor>::CLAIM_SYNCS_WITH_WAITERS {
+                        fence(Ordering::SeqCst);
+                    }
                     if self.senders.has_waiters() {
                         self.senders.notify_one();
                     }
@@ -229,7 +239,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
             }
             let key = self.receivers.register(park.waker());
             fence(Ordering::SeqCst);
-            if self.is_empty_now() && !self.senders_gone() {
+            if self.still_empty() {
                 park.park(deadline);
             }
             self.receivers.unregister(key);

@@ -170,6 +170,14 @@ impl UpdtClaim {
         self.done.updt(1);
     }
 
+    /// Adds 0 to the word that [`commit`](UpdtClaim::commit) adds 1 to: an
+    /// add-only way to order ourselves against the last committed claim (we
+    /// see what it did) or the next one (it sees what we did).
+    #[inline]
+    pub fn synchronize(&self) {
+        self.done.updt(0);
+    }
+
     /// Releases a won claim as if it had never been made.
     #[inline]
     pub fn undo(&self) {

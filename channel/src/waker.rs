@@ -3,12 +3,14 @@
 //!
 //! A blocking operation registers a [`Waker`] here, then issues
 //! `fence(SeqCst)`, then re-checks the ring before parking. The peer, after
-//! changing the ring, issues `fence(SeqCst)` and then looks at
-//! [`WaitList::has_waiters`]. The two fences order "register; re-check"
-//! against "make progress; look for waiters", so at least one side sees the
-//! other: either the waiter's re-check sees the progress and it does not
-//! park, or the peer sees the waiter and wakes it. Wakers are invoked after
-//! the list's lock is released.
+//! changing the ring, looks at [`WaitList::has_waiters`]; in between it is
+//! ordered against the waiter either by its own `fence(SeqCst)` (a lone side,
+//! whose progress is a plain store) or by its claim, a read-modify-write on
+//! a word that the waiter's re-check also read-modify-writes (`Cas` and
+//! `Updt` sides; see `Cursor::CLAIM_SYNCS_WITH_WAITERS`). Either way at
+//! least one side sees the other: the waiter's re-check sees the progress
+//! and it does not park, or the peer sees the waiter and wakes it. Wakers are
+//! invoked after the list's lock is released.
 //!
 //! Wake-one picks the oldest waiter and *removes* it from the list: being
 //! removed is how a waiter learns it was chosen. A chosen waiter always

@@ -32,6 +32,18 @@ impl Cursor for CasCursor {
         self.pos.load(Ordering::Acquire)
     }
 
+    // The claim is a CAS on `pos`, and a waiter re-reads `pos` with an RMW:
+    // no fence on the fast path.
+    const CLAIM_SYNCS_WITH_WAITERS: bool = true;
+
+    #[inline]
+    fn position_for_waiter(&self) -> usize {
+        // AcqRel through SeqCst: if our RMW comes after a claim's CAS, we see
+        // its position; if before, the CAS reads from us and the claimant
+        // sees our registration.
+        self.pos.fetch_add(0, Ordering::SeqCst)
+    }
+
     #[inline]
     fn claim<T>(&self, ring: &Ring<T>, turn: Turn) -> Result<usize, usize> {
         let mut backoff = Backoff::new();

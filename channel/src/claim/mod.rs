@@ -27,6 +27,19 @@ pub trait Cursor: Send + Sync + 'static {
     /// other side's full/empty checks.
     fn position(&self) -> usize;
 
+    /// Whether a won claim is a read-modify-write on a word that
+    /// [`position_for_waiter`](Cursor::position_for_waiter) also
+    /// read-modify-writes. Then, of a claimant that goes on to look for
+    /// waiters and a waiter that re-checks, one always sees the other: the
+    /// two RMWs are totally ordered, and the later one reads from (and
+    /// synchronises with) the earlier. If not, the claimant must issue
+    /// `fence(SeqCst)` between its claim and its look at the waiter list.
+    const CLAIM_SYNCS_WITH_WAITERS: bool;
+
+    /// The side's position, read by a waiter of the *other* side for its
+    /// re-check, after registering and after its own `fence(SeqCst)`.
+    fn position_for_waiter(&self) -> usize;
+
     /// Claims the side's next position if its slot is ready for `turn`.
     ///
     /// `Ok(pos)`: `pos` is ours alone; the caller must copy and publish it

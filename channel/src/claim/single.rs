@@ -23,6 +23,15 @@ impl Cursor for Single {
         self.pos.load(Ordering::Acquire)
     }
 
+    // A lone side makes progress with a plain store (no read-modify-write
+    // at all), so it pays a fence before looking for waiters.
+    const CLAIM_SYNCS_WITH_WAITERS: bool = false;
+
+    #[inline]
+    fn position_for_waiter(&self) -> usize {
+        self.position()
+    }
+
     #[inline]
     fn claim<T>(&self, ring: &Ring<T>, turn: Turn) -> Result<usize, usize> {
         // Relaxed: we are the only writer, and moving the endpoint to another

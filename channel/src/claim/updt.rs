@@ -61,6 +61,18 @@ impl Cursor for UpdtCursor {
         self.pos.load(Ordering::Acquire)
     }
 
+    // A claim ends with `updt(+1)` on the claim's `done` word, after `pos`
+    // is stored; a waiter adds 0 to the same word before reading `pos`. The
+    // two adds are totally ordered and the later reads from the earlier, so
+    // no fence is needed on the fast path (and no CAS either).
+    const CLAIM_SYNCS_WITH_WAITERS: bool = true;
+
+    #[inline]
+    fn position_for_waiter(&self) -> usize {
+        self.claim.synchronize();
+        self.pos.load(Ordering::Acquire)
+    }
+
     #[inline]
     fn claim<T>(&self, ring: &Ring<T>, turn: Turn) -> Result<usize, usize> {
         self.claim.claim();
