@@ -8,8 +8,8 @@
 //!
 //! The mode is a type: [`spsc`], [`spmc`], [`mpsc`] and [`mpmc`] each have
 //! `bounded` and `bounded_with`, and their own `Sender`/`Receiver`, `Clone`
-//! only where the mode allows. A side with one endpoint uses no
-//! read-modify-write at all.
+//! only where the mode allows. A side with one endpoint sends (or receives)
+//! with plain loads and stores: no read-modify-write on its data path.
 //!
 //! ```
 //! use swco_channel::{mpmc, Updt};

@@ -48,6 +48,14 @@
 //! per-slot stamp, stored after the data, publishes the slot, so the claim
 //! ends before the copy.
 //!
+//! In an `Updt` channel every shared word goes through [`UpdtCell`]: the
+//! cursors' claims and positions, the slots' stamps, the waiter lists' claims
+//! and lengths, the endpoint counts and the disconnection flags. Two things
+//! are outside the protocol on purpose: the reference count of the `Arc` that
+//! owns the channel's memory (allocation is the host's business; on a Sunway
+//! chip the MPE allocates and frees), and the wakers, which belong to the
+//! executor (or thread) being woken.
+//!
 //! All operations are `SeqCst`: on x86 and Arm a `SeqCst` load costs what an
 //! `Acquire` load does and the add is the same locked instruction either way,
 //! and the argument in (2) is simplest under a single total order.
