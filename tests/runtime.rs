@@ -291,20 +291,27 @@ fn spawn_inside_coroutine_and_join_from_coroutine() {
 fn yield_now_interleaves_coroutines_on_one_executor() {
     let rt = runtime(1);
     let log = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let hs: Vec<_> = (0..2)
-        .map(|id| {
-            let log = log.clone();
-            rt.spawn(move || {
-                for step in 0..3 {
-                    log.lock().unwrap().push((id, step));
-                    swco::yield_now();
-                }
+    let log2 = log.clone();
+    // Spawned from inside a coroutine, both children are queued before
+    // either runs, so the interleaving is deterministic.
+    rt.spawn(move || {
+        let hs: Vec<_> = (0..2)
+            .map(|id| {
+                let log = log2.clone();
+                swco::spawn(move || {
+                    for step in 0..3 {
+                        log.lock().unwrap().push((id, step));
+                        swco::yield_now();
+                    }
+                })
             })
-        })
-        .collect();
-    for h in hs {
-        h.join().unwrap();
-    }
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+    })
+    .join()
+    .unwrap();
     let log = log.lock().unwrap();
     assert_eq!(*log, vec![(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)]);
     assert_eq!(swco::current_cpe(), None);
