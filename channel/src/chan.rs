@@ -109,6 +109,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
 
     // ---- sending ---------------------------------------------------------
 
+    #[inline]
     pub(crate) fn try_send(&self, msg: T) -> Result<(), TrySendError<T>> {
         if self.receivers_gone() {
             return Err(TrySendError::Disconnected(msg));
@@ -140,16 +141,26 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
         }
     }
 
+    #[inline]
     pub(crate) fn send(
         &self,
         msg: T,
         deadline: Option<Instant>,
     ) -> Result<(), SendTimeoutError<T>> {
-        let mut msg = match self.try_send(msg) {
-            Ok(()) => return Ok(()),
-            Err(TrySendError::Disconnected(m)) => return Err(SendTimeoutError::Disconnected(m)),
-            Err(TrySendError::Full(m)) => m,
-        };
+        match self.try_send(msg) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Disconnected(m)) => Err(SendTimeoutError::Disconnected(m)),
+            Err(TrySendError::Full(m)) => self.send_blocking(m, deadline),
+        }
+    }
+
+    /// The slow path of `send`: spin a little (threads only), then park.
+    #[cold]
+    fn send_blocking(
+        &self,
+        mut msg: T,
+        deadline: Option<Instant>,
+    ) -> Result<(), SendTimeoutError<T>> {
         let park = hook::current();
         let mut backoff = Backoff::new();
         loop {
@@ -180,6 +191,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
 
     // ---- receiving -------------------------------------------------------
 
+    #[inline]
     pub(crate) fn try_recv(&self) -> Result<T, TryRecvError> {
         let mut backoff = Backoff::new();
         loop {
@@ -216,12 +228,18 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
         }
     }
 
+    #[inline]
     pub(crate) fn recv(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
         match self.try_recv() {
-            Ok(msg) => return Ok(msg),
-            Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
-            Err(TryRecvError::Empty) => {}
+            Ok(msg) => Ok(msg),
+            Err(TryRecvError::Disconnected) => Err(RecvTimeoutError::Disconnected),
+            Err(TryRecvError::Empty) => self.recv_blocking(deadline),
         }
+    }
+
+    /// The slow path of `recv`: spin a little (threads only), then park.
+    #[cold]
+    fn recv_blocking(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
         let park = hook::current();
         let mut backoff = Backoff::new();
         loop {
