@@ -1,7 +1,32 @@
 //! # swco — stackful coroutines and channels, modelled on the Sunway SW26010
 //!
-//! See the README for an overview. The channel crate is re-exported as
-//! [`channel`].
+//! An MPE scheduler ([`Runtime`]) places stackful coroutines on CPE
+//! executors (64 by default, one OS thread each); coroutines talk through
+//! bounded ring-buffer [`channel`]s in four modes, synchronised by CAS or by
+//! the add-only `updt` protocol. A blocked `send`/`recv` suspends just the
+//! coroutine; the peer that makes progress possible wakes it. The same
+//! channels work between plain threads, and between threads and coroutines.
+//!
+//! ```
+//! use swco::prelude::*;
+//!
+//! let rt = Runtime::builder().executors(4).build()?;
+//! let (tx, rx) = channel::mpmc::bounded_with::<u64, Updt>(2);
+//! let producers: Vec<_> = (0..4)
+//!     .map(|p| {
+//!         let tx = tx.clone();
+//!         rt.spawn(move || for i in 0..100 { tx.send(p * 100 + i).unwrap() })
+//!     })
+//!     .collect();
+//! drop(tx);
+//! let consumer = rt.spawn_on(0, move || rx.iter().sum::<u64>())?;
+//! for p in producers {
+//!     p.join()?;
+//! }
+//! assert_eq!(consumer.join()?, (0..400).sum());
+//! rt.shutdown();
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 /// Bounded ring-buffer channels in four modes, with CAS and add-only
 /// protocols. See [`swco_channel`].
@@ -14,3 +39,9 @@ pub use swco_executor::{
     DEFAULT_STACK_SIZE, MIN_STACK_SIZE,
 };
 // --- end runtime API ---------------------------------------------------------
+
+/// The names most programs need: `use swco::prelude::*;`.
+pub mod prelude {
+    pub use crate::channel::{self, mpmc, mpsc, spmc, spsc, Cas, Updt};
+    pub use crate::{current_cpe, spawn, yield_now, JoinHandle, Runtime};
+}
