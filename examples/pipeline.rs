@@ -47,32 +47,18 @@ where
     elapsed
 }
 
+// Each producer and consumer thread gets its own clone of a closure, and so
+// its own endpoint: when the last clone goes, the channel disconnects and the
+// consumers' loops end.
+
 fn swco_pass<P: Protocol>(messages: u64, capacity: usize) -> Duration {
     let (tx, rx) = mpmc::bounded_with::<u64, P>(capacity);
-    // The closures own endpoint clones; when the last clone of each goes,
-    // the channel disconnects and the consumers' loops end.
-    let send = {
-        let tx = std::sync::Arc::new(tx);
-        move |v| tx.send(v).unwrap()
-    };
-    let recv = {
-        let rx = std::sync::Arc::new(rx);
-        move || rx.recv().ok()
-    };
-    pass(messages, send, recv)
+    pass(messages, move |v| tx.send(v).unwrap(), move || rx.recv().ok())
 }
 
 fn crossbeam_pass(messages: u64, capacity: usize) -> Duration {
     let (tx, rx) = crossbeam_channel::bounded::<u64>(capacity);
-    let send = {
-        let tx = std::sync::Arc::new(tx);
-        move |v| tx.send(v).unwrap()
-    };
-    let recv = {
-        let rx = std::sync::Arc::new(rx);
-        move || rx.recv().ok()
-    };
-    pass(messages, send, recv)
+    pass(messages, move |v| tx.send(v).unwrap(), move || rx.recv().ok())
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -95,8 +81,11 @@ fn main() {
     println!(
         "{messages} messages, MPMC {PRODUCERS}P/{CONSUMERS}C, capacity {capacity}, OS threads, median of {RUNS}"
     );
-    let mut rows: Vec<(&str, Vec<Duration>)> =
-        vec![("swco cas", vec![]), ("swco updt", vec![]), ("crossbeam", vec![])];
+    let mut rows: Vec<(&str, Vec<Duration>)> = vec![
+        ("swco cas", vec![]),
+        ("swco updt", vec![]),
+        ("crossbeam", vec![]),
+    ];
     // Interleave the systems so machine noise hits them alike.
     for _ in 0..RUNS {
         rows[0].1.push(swco_pass::<Cas>(messages, capacity));
