@@ -343,6 +343,21 @@ fn recv_timeout_inside_a_coroutine_times_out_and_neighbours_run() {
     let neighbour = rt.spawn(|| 1);
     assert_eq!(neighbour.join().unwrap(), 1);
     assert!(waiter.join().unwrap().is_err());
+    rt.shutdown();
+    // The expired deadline counts as the wake that ended the block.
+    let s = rt.stats().total();
+    assert!(s.blocks >= 1);
+    assert_eq!(s.wakes, s.blocks);
+}
+
+#[test]
+fn runtime_and_handles_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<Runtime>();
+    check::<swco::JoinHandle<u32>>();
+    check::<swco::JoinError>();
+    check::<SpawnError>();
+    check::<BuildError>();
 }
 
 #[test]
@@ -399,15 +414,22 @@ fn shutdown_waits_for_live_coroutines() {
     let done = Arc::new(AtomicUsize::new(0));
     for _ in 0..50 {
         let done = done.clone();
-        rt.spawn(move || {
+        // Detached, and each spawns a detached child late: shutdown waits
+        // for those too.
+        drop(rt.spawn(move || {
             for _ in 0..10 {
                 swco::yield_now();
             }
+            let child_done = done.clone();
+            drop(swco::spawn(move || {
+                swco::yield_now();
+                child_done.fetch_add(1, Ordering::Relaxed);
+            }));
             done.fetch_add(1, Ordering::Relaxed);
-        });
+        }));
     }
     drop(rt);
-    assert_eq!(done.load(Ordering::Relaxed), 50);
+    assert_eq!(done.load(Ordering::Relaxed), 100);
 }
 
 #[test]

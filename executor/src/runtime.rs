@@ -532,7 +532,9 @@ pub struct ExecutorStats {
     pub context_switches: u64,
     /// Times a coroutine suspended itself on the wait queue (blocked).
     pub blocks: u64,
-    /// Wakes that put a parked coroutine back on the run queue.
+    /// Wakes that put a parked coroutine back on the run queue (including
+    /// expired deadlines). Once every coroutine has finished,
+    /// `wakes == blocks`: each suspension ends with exactly one wake.
     pub wakes: u64,
     /// Times the executor thread itself parked, having nothing to run.
     pub parks: u64,
