@@ -477,3 +477,20 @@ fn stats_count_exactly() {
     assert_eq!(s.context_switches, 1 + s.blocks);
     assert_eq!(s.wakes, s.blocks);
 }
+
+#[test]
+fn panic_on_the_smallest_stack_is_reported_not_an_overflow() {
+    // With RUST_BACKTRACE set, printing the panic needs more stack than
+    // MIN_STACK_SIZE leaves; the runtime's panic hook moves it off the
+    // coroutine stack.
+    let rt = Runtime::builder()
+        .executors(1)
+        .stack_size(swco::MIN_STACK_SIZE)
+        .build()
+        .unwrap();
+    let e = rt
+        .spawn(|| -> u32 { panic!("small stack") })
+        .join()
+        .unwrap_err();
+    assert_eq!(e.panic_message(), Some("small stack"));
+}

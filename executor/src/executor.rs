@@ -206,7 +206,8 @@ pub(crate) struct RunQueue(VecDeque<usize>);
 /// executor's wait queue, and a wake finds its coroutine here by slot.
 #[derive(Default)]
 struct WaitQueue {
-    slots: Vec<Option<Task>>,
+    /// Boxed so a resume moves a pointer, not the task.
+    slots: Vec<Option<Box<Task>>>,
     free: Vec<usize>,
 }
 
@@ -221,12 +222,12 @@ impl WaitQueue {
         }
     }
 
-    fn put(&mut self, slot: usize, task: Task) {
+    fn put(&mut self, slot: usize, task: Box<Task>) {
         debug_assert!(self.slots[slot].is_none());
         self.slots[slot] = Some(task);
     }
 
-    fn take(&mut self, slot: usize) -> Option<Task> {
+    fn take(&mut self, slot: usize) -> Option<Box<Task>> {
         self.slots.get_mut(slot).and_then(Option::take)
     }
 
@@ -235,10 +236,10 @@ impl WaitQueue {
     }
 
     fn get(&self, slot: usize) -> Option<&Task> {
-        self.slots.get(slot).and_then(Option::as_ref)
+        self.slots.get(slot).and_then(Option::as_deref)
     }
 
-    fn take_any(&mut self) -> Option<Task> {
+    fn take_any(&mut self) -> Option<Box<Task>> {
         self.slots.iter_mut().find_map(Option::take)
     }
 }
@@ -306,6 +307,28 @@ impl Local {
         unsafe { (*yielder).suspend(why) };
     }
 
+    /// Runs `f` on the executor thread's own stack (the one that resumed the
+    /// running coroutine), then returns to the coroutine.
+    fn on_executor_stack(&self, f: impl FnOnce()) {
+        let yielder = self.yielder.get();
+        if yielder.is_null() {
+            return f();
+        }
+        /// corosensei asks for `Send` so a Yielder reference cannot reach
+        /// another thread; `on_parent_stack` switches stacks, not threads.
+        struct SameThread<F>(F);
+        // SAFETY: the closure runs on this very OS thread (only the stack
+        // changes) and carries no reference to the Yielder.
+        unsafe impl<F> Send for SameThread<F> {}
+        let f = SameThread(f);
+        // SAFETY: as in `suspend`: a non-null yielder is the running
+        // coroutine's, alive on the stack we are on.
+        unsafe { &*yielder }.on_parent_stack(move || {
+            let f = f;
+            (f.0)()
+        });
+    }
+
     /// Creates a coroutine for `job` on this executor and makes it runnable.
     pub(crate) fn start(&self, job: Job) {
         let slot = self.wait_queue.borrow_mut().reserve();
@@ -324,13 +347,13 @@ impl Local {
         });
         self.wait_queue.borrow_mut().put(
             slot,
-            Task {
+            Box::new(Task {
                 co,
                 header,
                 yielder: std::ptr::null(),
                 guard,
                 timer_seq: 0,
-            },
+            }),
         );
         self.run_queue.borrow_mut().0.push_back(slot);
         bump(&self.shared.counters.spawned, 1);
@@ -496,7 +519,9 @@ impl Local {
             };
             self.running.set(&task.header);
             self.yielder.set(task.yielder);
+            stack::set_running_guard(task.guard, self.page);
             task.co.force_unwind();
+            stack::set_running_guard(0, self.page);
             self.yielder.set(std::ptr::null());
             self.running.set(std::ptr::null());
             drop(task);
@@ -550,6 +575,29 @@ impl Park for CoroutinePark {
             _ => self.fallback.spin_before_park(),
         }
     }
+}
+
+/// Stack a panic hook may need (the default one symbolising a backtrace
+/// uses ~20-30 KiB); with less left, the hook runs on the executor's stack.
+const PANIC_HOOK_STACK: usize = 40 * 1024;
+
+/// Wraps the process's panic hook (once) so that a panic deep in a small
+/// coroutine stack does not overflow it while printing its message and
+/// backtrace: the hook then runs on the executor thread's stack instead (the
+/// message is intact; a backtrace shows the executor's frames).
+pub(crate) fn install_panic_hook() {
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    INSTALL.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let here = std::ptr::addr_of!(info) as usize;
+            let tight = stack::room_below(here).is_some_and(|room| room < PANIC_HOOK_STACK);
+            match Local::current().filter(|l| tight && l.in_coroutine()) {
+                Some(local) => local.on_executor_stack(|| previous(info)),
+                None => previous(info),
+            }
+        }));
+    });
 }
 
 /// Body of executor thread `shared.index`.

@@ -99,6 +99,11 @@ impl RuntimeBuilder {
 
     /// Starts the executor threads.
     ///
+    /// The first build also wraps the process's panic hook (whatever hook is
+    /// set then keeps running) so that a panic near the bottom of a small
+    /// coroutine stack prints its message from the executor's stack rather
+    /// than overflowing.
+    ///
     /// # Errors
     ///
     /// [`BuildError`] for zero executors, a stack below [`MIN_STACK_SIZE`],
@@ -113,6 +118,7 @@ impl RuntimeBuilder {
                 minimum: MIN_STACK_SIZE,
             });
         }
+        executor::install_panic_hook();
         let page = page_size();
         let stack_size = self.stack_size.div_ceil(page) * page;
 

@@ -102,6 +102,13 @@ pub(crate) fn set_running_guard(low: usize, page: usize) {
     GUARD_HIGH.with(|g| g.set(if low == 0 { 0 } else { low + page }));
 }
 
+/// How many bytes of the running coroutine's stack lie below `addr` (an
+/// address on it), or `None` outside a coroutine.
+pub(crate) fn room_below(addr: usize) -> Option<usize> {
+    let high = GUARD_HIGH.with(Cell::get);
+    (high != 0 && addr > high).then(|| addr - high)
+}
+
 static PREVIOUS_SEGV: OnceLock<libc::sigaction> = OnceLock::new();
 static PREVIOUS_BUS: OnceLock<libc::sigaction> = OnceLock::new();
 static INSTALL: Once = Once::new();
