@@ -1,8 +1,8 @@
 //! A coroutine that overflows its stack must die loudly, naming its executor
 //! and the configured stack size, never corrupt memory silently. The
-//! overflow runs in a child process (this test binary, re-executed).
+//! overflows run in child processes (this test binary, re-executed).
 
-use std::process::Command;
+use std::process::{Command, ExitStatus};
 
 const CHILD_ENV: &str = "SWCO_STACK_OVERFLOW_CHILD";
 
@@ -15,9 +15,27 @@ fn recurse(depth: u64) -> u64 {
     recurse(depth + 1).wrapping_add(std::hint::black_box(frame)[7])
 }
 
+/// Runs this binary's test `name` in a child process with `CHILD_ENV` set;
+/// returns its exit status and stderr.
+fn run_child(name: &str) -> (ExitStatus, String) {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, "1")
+        .output()
+        .unwrap();
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn in_child() -> bool {
+    std::env::var_os(CHILD_ENV).is_some()
+}
+
 #[test]
 fn stack_overflow_prints_a_clear_message_and_aborts() {
-    if std::env::var_os(CHILD_ENV).is_some() {
+    if in_child() {
         let rt = swco::Runtime::builder()
             .executors(2)
             .stack_size(32 * 1024)
@@ -27,18 +45,8 @@ fn stack_overflow_prints_a_clear_message_and_aborts() {
         let _ = h.join();
         unreachable!("the overflow should have aborted the process");
     }
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "stack_overflow_prints_a_clear_message_and_aborts",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, "1")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "child survived: {stderr}");
+    let (status, stderr) = run_child("stack_overflow_prints_a_clear_message_and_aborts");
+    assert!(!status.success(), "child survived: {stderr}");
     assert!(
         stderr.contains("stack overflow in a coroutine on executor swco-cpe-1"),
         "unexpected stderr: {stderr}"
@@ -51,6 +59,33 @@ fn stack_overflow_prints_a_clear_message_and_aborts() {
     {
         use std::os::unix::process::ExitStatusExt;
         const SIGABRT: i32 = 6;
-        assert_eq!(out.status.signal(), Some(SIGABRT), "stderr: {stderr}");
+        assert_eq!(status.signal(), Some(SIGABRT), "stderr: {stderr}");
     }
+}
+
+/// The handler only claims faults on coroutine guard pages: a plain thread
+/// overflowing its own stack still gets Rust's usual report.
+#[test]
+fn thread_stack_overflow_is_left_to_rust() {
+    if in_child() {
+        let rt = swco::Runtime::builder().executors(1).build().unwrap();
+        rt.spawn(|| ()).join().unwrap();
+        let t = std::thread::Builder::new()
+            .name("plain-overflow".into())
+            .stack_size(64 * 1024)
+            .spawn(|| recurse(0))
+            .unwrap();
+        let _ = t.join();
+        unreachable!("the overflow should have aborted the process");
+    }
+    let (status, stderr) = run_child("thread_stack_overflow_is_left_to_rust");
+    assert!(!status.success(), "child survived: {stderr}");
+    assert!(
+        stderr.contains("thread 'plain-overflow'") && stderr.contains("has overflowed its stack"),
+        "unexpected stderr ({status:?}): {stderr}"
+    );
+    assert!(
+        !stderr.contains("swco: stack overflow"),
+        "unexpected stderr: {stderr}"
+    );
 }

@@ -150,8 +150,8 @@ fn install_handler() {
 
 /// The signal handler. Only async-signal-safe work: thread-local `Cell`
 /// reads (const-initialised, no lazy init), formatting into a stack buffer,
-/// `write`, `abort`, `sigaction`.
-extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+/// `write`, `abort`, `sigaction`, or a call to the previous handler.
+extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers, and
     // SIGSEGV/SIGBUS carry a fault address.
     let addr = unsafe { (*info).si_addr() } as usize;
@@ -171,19 +171,47 @@ extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, _ctx: *m
             libc::abort();
         }
     }
-    // Not ours: restore the previous disposition and return. The faulting
-    // instruction runs again and the previous handler (or the default
-    // action) deals with it.
+    // Not ours: hand the signal to whoever handled it before us.
     let previous = if signal == libc::SIGSEGV {
         PREVIOUS_SEGV.get()
     } else {
         PREVIOUS_BUS.get()
     };
-    // SAFETY: the sigaction values are valid; with no previous value we
-    // install a zeroed one, i.e. SIG_DFL.
-    unsafe {
-        let default: libc::sigaction = std::mem::zeroed();
-        libc::sigaction(signal, previous.unwrap_or(&default), std::ptr::null_mut());
+    match previous {
+        Some(prev) if prev.sa_sigaction == libc::SIG_IGN => {}
+        Some(prev) if prev.sa_sigaction != libc::SIG_DFL => {
+            if prev.sa_flags & libc::SA_SIGINFO != 0 {
+                // SAFETY: with SA_SIGINFO, sa_sigaction is the address of a
+                // three-argument handler installed by its owner; we forward
+                // the kernel's own arguments.
+                unsafe {
+                    let handler: extern "C" fn(
+                        libc::c_int,
+                        *mut libc::siginfo_t,
+                        *mut libc::c_void,
+                    ) = std::mem::transmute(prev.sa_sigaction);
+                    handler(signal, info, ctx);
+                }
+            } else {
+                // SAFETY: without SA_SIGINFO, sa_sigaction is the address of
+                // a one-argument handler installed by its owner.
+                unsafe {
+                    let handler: extern "C" fn(libc::c_int) =
+                        std::mem::transmute(prev.sa_sigaction);
+                    handler(signal);
+                }
+            }
+        }
+        _ => {
+            // Default action: reinstate it and return; the faulting
+            // instruction runs again and the process dies as it would have
+            // without us.
+            // SAFETY: a zeroed sigaction is SIG_DFL with an empty mask.
+            unsafe {
+                let default: libc::sigaction = std::mem::zeroed();
+                libc::sigaction(signal, &default, std::ptr::null_mut());
+            }
+        }
     }
 }
 
