@@ -494,3 +494,16 @@ fn panic_on_the_smallest_stack_is_reported_not_an_overflow() {
         .unwrap_err();
     assert_eq!(e.panic_message(), Some("small stack"));
 }
+
+#[test]
+fn shutdown_timeout_cancels_coroutines_that_keep_yielding() {
+    let rt = runtime(1);
+    let spinner = rt.spawn(|| loop {
+        swco::yield_now();
+    });
+    let report = rt
+        .shutdown_timeout(std::time::Duration::from_millis(20))
+        .unwrap_err();
+    assert_eq!(report.blocked, vec![1]);
+    assert!(spinner.join().unwrap_err().is_cancelled());
+}

@@ -464,6 +464,12 @@ impl Local {
             if since_timers >= 64 || self.run_queue.borrow().0.is_empty() {
                 since_timers = 0;
                 self.fire_timers();
+                // A cancelling shutdown must not wait for a busy run queue
+                // (coroutines that keep yielding) to drain. Acquire: pairs
+                // with request_stop's Release.
+                if self.shared.stop.load(Ordering::Acquire) == CANCEL {
+                    return;
+                }
             }
             let next = self.run_queue.borrow_mut().0.pop_front();
             if let Some(slot) = next {
