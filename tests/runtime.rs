@@ -385,6 +385,13 @@ fn bad_input_gets_clear_errors() {
     ));
     assert!(e.to_string().contains("1024"));
 
+    let e = Runtime::builder()
+        .stack_size(usize::MAX)
+        .build()
+        .unwrap_err();
+    assert!(matches!(e, BuildError::StackTooLarge { .. }), "{e:?}");
+    assert!(e.to_string().contains("cannot map"));
+
     let rt = runtime(4);
     let e = rt.spawn_on(4, || ()).unwrap_err();
     assert_eq!(

@@ -16,6 +16,13 @@ pub enum BuildError {
         /// The smallest size accepted, in bytes.
         minimum: usize,
     },
+    /// The requested coroutine stack is too large to map.
+    StackTooLarge {
+        /// The size asked for, in bytes.
+        requested: usize,
+        /// Why mapping it failed.
+        error: std::io::Error,
+    },
     /// The OS refused to start an executor thread.
     Thread(std::io::Error),
 }
@@ -30,6 +37,10 @@ impl fmt::Display for BuildError {
                 f,
                 "coroutine stack size {requested} bytes is below the minimum of {minimum} bytes"
             ),
+            BuildError::StackTooLarge { requested, error } => write!(
+                f,
+                "cannot map a coroutine stack of {requested} bytes: {error}"
+            ),
             BuildError::Thread(e) => write!(f, "could not start an executor thread: {e}"),
         }
     }
@@ -38,7 +49,7 @@ impl fmt::Display for BuildError {
 impl std::error::Error for BuildError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            BuildError::Thread(e) => Some(e),
+            BuildError::Thread(e) | BuildError::StackTooLarge { error: e, .. } => Some(e),
             _ => None,
         }
     }

@@ -331,13 +331,28 @@ impl Local {
 
     /// Creates a coroutine for `job` on this executor and makes it runnable.
     pub(crate) fn start(&self, job: Job) {
+        let stack = match self.pool.borrow_mut().take() {
+            Ok(stack) => stack,
+            Err(e) => {
+                // Out of address space or memory: refuse this coroutine (its
+                // join handle reports it cancelled) but keep the executor up.
+                eprintln!(
+                    "swco: executor swco-cpe-{} cannot map a coroutine stack ({e}); \
+                     the coroutine is dropped",
+                    self.shared.index
+                );
+                drop(job);
+                bump(&self.shared.counters.spawned, 1);
+                self.finished_one();
+                return;
+            }
+        };
         let slot = self.wait_queue.borrow_mut().reserve();
         let header = Arc::new(TaskHeader {
             state: WakeState::new(),
             slot,
             home: self.shared.clone(),
         });
-        let stack = self.pool.borrow_mut().take();
         let guard = stack::guard_low(&stack);
         let co = Coroutine::with_stack(stack, move |yielder: &Yielder<(), Suspend>, ()| {
             if let Some(local) = Local::current() {

@@ -19,6 +19,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use corosensei::stack::DefaultStack;
 use crossbeam_utils::sync::Parker;
 
 use crate::error::{BuildError, ShutdownTimeout, SpawnError};
@@ -106,8 +107,8 @@ impl RuntimeBuilder {
     ///
     /// # Errors
     ///
-    /// [`BuildError`] for zero executors, a stack below [`MIN_STACK_SIZE`],
-    /// or a failure to start a thread.
+    /// [`BuildError`] for zero executors, a stack below [`MIN_STACK_SIZE`] or
+    /// too large to map, or a failure to start a thread.
     pub fn build(self) -> Result<Runtime, BuildError> {
         if self.executors == 0 {
             return Err(BuildError::NoExecutors);
@@ -120,7 +121,21 @@ impl RuntimeBuilder {
         }
         executor::install_panic_hook();
         let page = page_size();
-        let stack_size = self.stack_size.div_ceil(page) * page;
+        let too_large = |error| BuildError::StackTooLarge {
+            requested: self.stack_size,
+            error,
+        };
+        let stack_size = self
+            .stack_size
+            .checked_next_multiple_of(page)
+            .filter(|s| {
+                s.checked_add(2 * page)
+                    .is_some_and(|t| t <= isize::MAX as usize)
+            })
+            .ok_or_else(|| too_large(std::io::Error::from(std::io::ErrorKind::InvalidInput)))?;
+        // Map one stack now, so a size the OS cannot provide is a build error
+        // rather than a failure at every spawn.
+        drop(DefaultStack::new(stack_size).map_err(too_large)?);
 
         let parkers: Vec<Parker> = (0..self.executors).map(|_| Parker::new()).collect();
         let executors: Vec<Arc<ExecutorShared>> = parkers

@@ -65,12 +65,10 @@ impl StackPool {
     }
 
     /// A stack for a new coroutine: a reused one if any, else a fresh mapping.
-    pub(crate) fn take(&mut self) -> DefaultStack {
+    pub(crate) fn take(&mut self) -> std::io::Result<DefaultStack> {
         match self.free.pop() {
-            Some(s) => s,
-            None => DefaultStack::new(self.size).unwrap_or_else(|e| {
-                panic!("swco: cannot map a {} byte coroutine stack: {e}", self.size)
-            }),
+            Some(s) => Ok(s),
+            None => DefaultStack::new(self.size),
         }
     }
 
