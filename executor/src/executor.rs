@@ -277,8 +277,10 @@ impl Local {
         // this thread, with the Local alive in its frame; it is reset before
         // that Local is dropped, and all code that can observe the reference
         // (coroutines, wakers called on this thread) runs inside that window.
-        // The 'static is a lie we never let escape the executor thread: the
-        // reference is used and dropped within the calling function.
+        // The 'static is wider than the truth, but the reference never leaves
+        // this thread and every use of it (the executor loop, coroutines,
+        // wakers and hooks running on this thread) ends before the Local is
+        // dropped: coroutines are finished or unwound first.
         unsafe { ptr.as_ref() }
     }
 
