@@ -78,6 +78,7 @@ pub(crate) struct Counters {
     pub(crate) blocks: AtomicU64,
     pub(crate) wakes: AtomicU64,
     pub(crate) parks: AtomicU64,
+    pub(crate) stacks_mapped: AtomicU64,
 }
 
 #[inline]
@@ -334,7 +335,10 @@ impl Local {
     /// Creates a coroutine for `job` on this executor and makes it runnable.
     pub(crate) fn start(&self, job: Job) {
         let stack = match self.pool.borrow_mut().take() {
-            Ok(stack) => stack,
+            Ok((stack, fresh)) => {
+                bump(&self.shared.counters.stacks_mapped, u64::from(fresh));
+                stack
+            }
             Err(e) => {
                 // Out of address space or memory: refuse this coroutine (its
                 // join handle reports it cancelled) but keep the executor up.

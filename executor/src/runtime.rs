@@ -381,6 +381,7 @@ impl Runtime {
                         blocks: c.blocks.load(Ordering::Relaxed),
                         wakes: c.wakes.load(Ordering::Relaxed),
                         parks: c.parks.load(Ordering::Relaxed),
+                        stacks_mapped: c.stacks_mapped.load(Ordering::Relaxed),
                     }
                 })
                 .collect(),
@@ -559,6 +560,9 @@ pub struct ExecutorStats {
     pub wakes: u64,
     /// Times the executor thread itself parked, having nothing to run.
     pub parks: u64,
+    /// Coroutine stacks freshly mapped (the others were reused from the
+    /// executor's pool).
+    pub stacks_mapped: u64,
 }
 
 /// Per-executor counters of a runtime, indexed by executor.
@@ -580,6 +584,7 @@ impl Stats {
                 blocks: a.blocks + e.blocks,
                 wakes: a.wakes + e.wakes,
                 parks: a.parks + e.parks,
+                stacks_mapped: a.stacks_mapped + e.stacks_mapped,
             })
     }
 }

@@ -64,11 +64,12 @@ impl StackPool {
         }
     }
 
-    /// A stack for a new coroutine: a reused one if any, else a fresh mapping.
-    pub(crate) fn take(&mut self) -> std::io::Result<DefaultStack> {
+    /// A stack for a new coroutine: a reused one if any, else a fresh mapping
+    /// (then `true`).
+    pub(crate) fn take(&mut self) -> std::io::Result<(DefaultStack, bool)> {
         match self.free.pop() {
-            Some(s) => Ok(s),
-            None => DefaultStack::new(self.size),
+            Some(s) => Ok((s, false)),
+            None => DefaultStack::new(self.size).map(|s| (s, true)),
         }
     }
 
