@@ -240,6 +240,10 @@ fn placement_is_honoured_for_every_cpe() {
         assert_eq!(h.cpe(), Some(i));
         assert_eq!(h.join().unwrap(), Some(i));
     }
+    let name = rt
+        .spawn_on(37, || std::thread::current().name().map(str::to_owned))
+        .unwrap();
+    assert_eq!(name.join().unwrap().as_deref(), Some("swco-cpe-37"));
     // Round-robin visits each executor once per 64 spawns.
     let mut seen: Vec<usize> = (0..64)
         .map(|_| rt.spawn(|| swco::current_cpe().unwrap()).join().unwrap())
@@ -248,7 +252,10 @@ fn placement_is_honoured_for_every_cpe() {
     assert!(seen.into_iter().eq(0..64));
     rt.shutdown();
     let per = rt.stats();
-    assert!(per.executors.iter().all(|e| e.spawned == 2), "{per:?}");
+    assert_eq!(per.total().spawned, 64 * 2 + 1);
+    for (i, e) in per.executors.iter().enumerate() {
+        assert_eq!(e.spawned, if i == 37 { 3 } else { 2 }, "cpe {i}");
+    }
 }
 
 #[test]
