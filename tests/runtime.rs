@@ -535,3 +535,33 @@ fn stacks_are_reused_from_the_executor_pool() {
     // looks at its inbox again, where the next spawn waits: one mapping.
     assert_eq!(s.stacks_mapped, 1, "{s:?}");
 }
+
+#[test]
+fn many_timed_receives_that_succeed_in_time() {
+    // Each recv_timeout parks with a long deadline and is woken by a send
+    // long before it: the timer entries go stale and are compacted.
+    let rt = runtime(2);
+    let (tx, rx) = spsc::bounded::<u32>(1);
+    let n = 3_000;
+    let receiver = rt
+        .spawn_on(0, move || {
+            let mut sum = 0u64;
+            for _ in 0..n {
+                let v = rx
+                    .recv_timeout(std::time::Duration::from_secs(3600))
+                    .unwrap();
+                sum += u64::from(v);
+            }
+            sum
+        })
+        .unwrap();
+    let sender = rt
+        .spawn_on(1, move || {
+            for i in 0..n {
+                tx.send(i).unwrap();
+            }
+        })
+        .unwrap();
+    sender.join().unwrap();
+    assert_eq!(receiver.join().unwrap(), (0..u64::from(n)).sum());
+}

@@ -194,7 +194,9 @@ struct Task {
     yielder: *const Yielder<(), Suspend>,
     /// Lowest address of the stack's guard page (for the overflow message).
     guard: usize,
-    /// Identifies this task's pending timer entry (0: none).
+    /// Identifies this task's live timer heap entry (0: none). Cleared when
+    /// the entry fires or the task is resumed before it (the entry then
+    /// stays in the heap, stale, until it fires or is compacted away).
     timer_seq: u64,
 }
 
@@ -240,6 +242,10 @@ impl WaitQueue {
         self.slots.get(slot).and_then(Option::as_deref)
     }
 
+    fn get_mut(&mut self, slot: usize) -> Option<&mut Task> {
+        self.slots.get_mut(slot).and_then(Option::as_deref_mut)
+    }
+
     fn take_any(&mut self) -> Option<Box<Task>> {
         self.slots.iter_mut().find_map(Option::take)
     }
@@ -253,6 +259,8 @@ pub(crate) struct Local {
     wait_queue: RefCell<WaitQueue>,
     timers: RefCell<BinaryHeap<Reverse<(Instant, u64, usize)>>>,
     next_timer_seq: Cell<u64>,
+    /// Heap entries whose coroutine was woken before the deadline.
+    stale_timers: Cell<usize>,
     pool: RefCell<StackPool>,
     /// Drained inbox buffers, kept to swap with the inbox's (no allocation).
     spare: RefCell<InboxQueue>,
@@ -412,18 +420,35 @@ impl Local {
         if timers.is_empty() {
             return;
         }
+        let mut waits = self.wait_queue.borrow_mut();
+        // Entries of coroutines woken before their deadline stay in the heap
+        // (no removal from the middle of a heap); drop them in bulk once
+        // they are the majority, so frequent timed waits with long timeouts
+        // do not grow the heap without bound.
+        let stale = self.stale_timers.get();
+        if stale > 64 && stale * 2 > timers.len() {
+            timers.retain(|Reverse((_, seq, slot))| {
+                waits.get(*slot).is_some_and(|t| t.timer_seq == *seq)
+            });
+            self.stale_timers.set(0);
+        }
         let now = Instant::now();
-        let waits = self.wait_queue.borrow();
         while let Some(&Reverse((deadline, seq, slot))) = timers.peek() {
             if deadline > now {
                 break;
             }
             timers.pop();
-            if let Some(task) = waits.get(slot) {
-                if task.timer_seq == seq && task.header.state.expire() {
-                    self.run_queue.borrow_mut().0.push_back(slot);
-                    bump(&self.shared.counters.wakes, 1);
+            match waits.get_mut(slot) {
+                Some(task) if task.timer_seq == seq => {
+                    task.timer_seq = 0;
+                    if task.header.state.expire() {
+                        self.run_queue.borrow_mut().0.push_back(slot);
+                        bump(&self.shared.counters.wakes, 1);
+                    }
                 }
+                _ => self
+                    .stale_timers
+                    .set(self.stale_timers.get().saturating_sub(1)),
             }
         }
     }
@@ -433,6 +458,11 @@ impl Local {
             debug_assert!(false, "run queue named an empty slot");
             return;
         };
+        if task.timer_seq != 0 {
+            // Woken before its deadline: its heap entry is now stale.
+            task.timer_seq = 0;
+            self.stale_timers.set(self.stale_timers.get() + 1);
+        }
         self.running.set(&task.header);
         self.yielder.set(task.yielder);
         stack::set_running_guard(task.guard, self.page);
@@ -642,6 +672,7 @@ pub(crate) fn run_executor(
         wait_queue: RefCell::default(),
         timers: RefCell::default(),
         next_timer_seq: Cell::new(0),
+        stale_timers: Cell::new(0),
         pool: RefCell::new(StackPool::new(stack_size)),
         spare: RefCell::default(),
         running: Cell::new(std::ptr::null()),
