@@ -24,26 +24,26 @@
 //! * `CURRENT` points at this thread's [`Local`] for exactly as long as the
 //!   executor runs; `Local::running` points at the running task's header (and
 //!   `Local::yielder` at its yielder) only while that task is resumed.
-//! * An executor parks only after it has seen its inbox empty
-//!   (`pending == false`); whoever sets `pending` from false unparks it, and
-//!   crossbeam's parker keeps that token, so a hand-off is never slept
-//!   through.
+//! * An executor parks only after it has seen its inbox empty; a hand-off
+//!   is never slept through (the protocol and its proof obligations are in
+//!   `inbox.rs`).
 
 use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::task::{Wake, Waker};
 use std::time::Instant;
 
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
-use crossbeam_utils::sync::{Parker, Unparker};
 use crossbeam_utils::CachePadded;
 use swco_channel::hook::{self, Park};
+use swco_channel::sync::{Parker, Unparker};
 
+use crate::inbox::{Inbox, InboxQueue};
 use crate::runtime::RuntimeShared;
 use crate::stack::{self, StackPool};
 use crate::wake::WakeState;
@@ -87,25 +87,10 @@ fn bump(counter: &AtomicU64, by: u64) {
     counter.store(counter.load(Ordering::Relaxed) + by, Ordering::Relaxed);
 }
 
-#[derive(Default)]
-struct InboxQueue {
-    spawns: Vec<Job>,
-    wakes: Vec<usize>,
-}
-
-/// What other threads hand an executor: new coroutines and wakes.
-#[derive(Default)]
-pub(crate) struct Inbox {
-    /// Set when something was pushed since the executor last drained.
-    pending: AtomicBool,
-    queue: Mutex<InboxQueue>,
-}
-
 /// The part of an executor other threads may touch.
 pub(crate) struct ExecutorShared {
     pub(crate) index: usize,
-    inbox: CachePadded<Inbox>,
-    unparker: Unparker,
+    inbox: CachePadded<Inbox<Job>>,
     pub(crate) stop: AtomicU8,
     /// Coroutines placed here and not yet finished (for least-loaded
     /// placement and the shutdown report).
@@ -117,8 +102,7 @@ impl ExecutorShared {
     pub(crate) fn new(index: usize, unparker: Unparker) -> Self {
         ExecutorShared {
             index,
-            inbox: CachePadded::new(Inbox::default()),
-            unparker,
+            inbox: CachePadded::new(Inbox::new(unparker)),
             stop: AtomicU8::new(RUN),
             live: CachePadded::new(AtomicUsize::new(0)),
             counters: CachePadded::new(Counters::default()),
@@ -127,21 +111,7 @@ impl ExecutorShared {
 
     /// Hands a new coroutine to this executor from another thread.
     pub(crate) fn push_spawn(&self, job: Job) {
-        self.inbox.queue.lock().unwrap().spawns.push(job);
-        self.kick();
-    }
-
-    fn push_wake(&self, slot: usize) {
-        self.inbox.queue.lock().unwrap().wakes.push(slot);
-        self.kick();
-    }
-
-    fn kick(&self) {
-        // AcqRel: orders after our push (already published by the mutex) and
-        // only the push that flips false -> true needs to unpark.
-        if !self.inbox.pending.swap(true, Ordering::AcqRel) {
-            self.unparker.unpark();
-        }
+        self.inbox.push_spawn(job);
     }
 
     /// Asks the executor to stop (`STOP` or `CANCEL`) and wakes it.
@@ -149,7 +119,7 @@ impl ExecutorShared {
         // Release: the runtime's shutdown decisions happen before the
         // executor sees the flag.
         self.stop.store(mode, Ordering::Release);
-        self.unparker.unpark();
+        self.inbox.unpark();
     }
 }
 
@@ -183,7 +153,7 @@ fn schedule(home: &Arc<ExecutorShared>, slot: usize) {
             return;
         }
     }
-    home.push_wake(slot);
+    home.inbox.push_wake(slot);
 }
 
 /// One coroutine as its executor holds it.
@@ -263,7 +233,7 @@ pub(crate) struct Local {
     stale_timers: Cell<usize>,
     pool: RefCell<StackPool>,
     /// Drained inbox buffers, kept to swap with the inbox's (no allocation).
-    spare: RefCell<InboxQueue>,
+    spare: RefCell<InboxQueue<Job>>,
     /// The running task's header, or null.
     running: Cell<*const Arc<TaskHeader>>,
     /// The running task's yielder, or null.
@@ -389,25 +359,16 @@ impl Local {
     }
 
     fn drain_inbox(&self) {
-        // Relaxed peek keeps the common empty case free of RMW; the swap's
-        // Acquire pairs with the pusher's AcqRel swap.
-        if !self.shared.inbox.pending.load(Ordering::Relaxed)
-            || !self.shared.inbox.pending.swap(false, Ordering::Acquire)
-        {
-            return;
-        }
         let mut spare = self.spare.borrow_mut();
-        {
-            let mut queue = self.shared.inbox.queue.lock().unwrap();
-            std::mem::swap(&mut *queue, &mut *spare);
+        if !self.shared.inbox.drain_into(&mut spare) {
+            return;
         }
         if !spare.wakes.is_empty() {
             bump(&self.shared.counters.wakes, spare.wakes.len() as u64);
             self.run_queue.borrow_mut().0.extend(spare.wakes.drain(..));
         }
-        let jobs = std::mem::take(&mut spare.spawns);
+        let mut jobs = std::mem::take(&mut spare.spawns);
         drop(spare);
-        let mut jobs = jobs;
         for job in jobs.drain(..) {
             self.start(job);
         }
@@ -538,17 +499,14 @@ impl Local {
             // No spinning before parking: on a small, busy machine a spinning
             // executor steals the core its peer needs (measured: a
             // cross-executor ping-pong got 2-40x slower with a bounded spin).
-            // Relaxed: the parker's token covers a push that races with this
-            // check (see the module invariants).
-            if self.shared.inbox.pending.load(Ordering::Relaxed) {
+            // A push racing with this check leaves an unpark token, so the
+            // park below returns at once (see `inbox.rs`).
+            if self.shared.inbox.is_pending() {
                 continue;
             }
             bump(&self.shared.counters.parks, 1);
             let earliest = self.timers.borrow().peek().map(|Reverse((d, _, _))| *d);
-            match earliest {
-                Some(deadline) => parker.park_deadline(deadline),
-                None => parker.park(),
-            }
+            parker.park(earliest);
         }
     }
 
@@ -559,7 +517,7 @@ impl Local {
         loop {
             // Take the inbox's unstarted coroutines, then unwind the started
             // ones; unwinding may wake or spawn more, so repeat until empty.
-            let jobs = std::mem::take(&mut self.shared.inbox.queue.lock().unwrap().spawns);
+            let jobs = self.shared.inbox.take_spawns();
             let had_jobs = !jobs.is_empty();
             for job in jobs {
                 drop(job);

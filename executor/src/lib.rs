@@ -25,6 +25,7 @@
 #![warn(missing_docs)]
 
 mod error;
+mod inbox;
 mod join;
 mod wake;
 
@@ -47,10 +48,11 @@ pub use runtime::{
 pub use stack::{DEFAULT_STACK_SIZE, MIN_STACK_SIZE};
 
 /// The executor's synchronisation cores, exposed for loom models only: the
-/// per-coroutine wake state machine and the join-handle hand-off. Not part
-/// of the supported API.
+/// per-coroutine wake state machine, the inbox hand-off and the join-handle
+/// hand-off. Not part of the supported API.
 #[doc(hidden)]
 pub mod model {
+    pub use crate::inbox::{Inbox, InboxQueue};
     pub use crate::join::{Completer, JoinSlot};
     pub use crate::wake::WakeState;
 }

@@ -20,7 +20,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use corosensei::stack::DefaultStack;
-use crossbeam_utils::sync::Parker;
+use swco_channel::sync::Parker;
 
 use crate::error::{BuildError, ShutdownTimeout, SpawnError};
 use crate::executor::{self, ExecutorShared, Job, Local, CANCEL, STOP};
@@ -141,7 +141,7 @@ impl RuntimeBuilder {
         let executors: Vec<Arc<ExecutorShared>> = parkers
             .iter()
             .enumerate()
-            .map(|(i, p)| Arc::new(ExecutorShared::new(i, p.unparker().clone())))
+            .map(|(i, p)| Arc::new(ExecutorShared::new(i, p.unparker())))
             .collect();
         let shared = Arc::new(RuntimeShared {
             executors,
