@@ -521,7 +521,8 @@ impl Local {
             let had_jobs = !jobs.is_empty();
             for job in jobs {
                 drop(job);
-                // The runtime counted it live at spawn.
+                // The runtime counted it live at spawn. Relaxed: a load
+                // estimate, as in `finished_one`.
                 self.shared.live.fetch_sub(1, Ordering::Relaxed);
                 self.runtime.finished_one();
             }
