@@ -86,10 +86,13 @@ fn ping_pong(rt: &Runtime, a: usize, b: usize, rounds: u64) {
     let (pong_tx, pong_rx) = spsc::bounded::<u64>(1);
     let pinger = rt
         .spawn_on(a, move || {
+            let thread = thread::current().id();
             for i in 0..rounds {
                 ping_tx.send(i).unwrap();
                 assert_eq!(pong_rx.recv().unwrap(), i + 1);
             }
+            // Never migrated: still on the thread it started on.
+            assert_eq!(thread::current().id(), thread);
             swco::current_cpe()
         })
         .unwrap();
