@@ -568,3 +568,25 @@ fn many_timed_receives_that_succeed_in_time() {
     sender.join().unwrap();
     assert_eq!(receiver.join().unwrap(), (0..u64::from(n)).sum());
 }
+
+#[test]
+fn blocking_suspends_only_the_coroutine_on_a_single_executor() {
+    // With one executor, a recv or join that blocked the thread would
+    // deadlock: the peer that unblocks it runs on the same thread.
+    let rt = runtime(1);
+    let (tx, rx) = mpmc::bounded::<u32>(1);
+    let receiver = rt.spawn(move || rx.recv().unwrap());
+    let sender = rt.spawn(move || {
+        swco::yield_now();
+        tx.send(11).unwrap();
+    });
+    let joiner = rt.spawn(move || {
+        let late = swco::spawn(|| {
+            swco::yield_now();
+            7
+        });
+        late.join().unwrap() + receiver.join().unwrap()
+    });
+    sender.join().unwrap();
+    assert_eq!(joiner.join().unwrap(), 18);
+}
