@@ -162,8 +162,25 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
         deadline: Option<Instant>,
     ) -> Result<(), SendTimeoutError<T>> {
         let park = hook::current();
+        let spin = park.spin_before_park();
         let mut backoff = Backoff::new();
         loop {
+            // The attempt just made found the ring full. The deadline is
+            // checked after an attempt, so a sender woken just as its
+            // deadline passes still uses the room it was woken for.
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(SendTimeoutError::Timeout(msg));
+            }
+            if spin && !backoff.is_completed() {
+                backoff.snooze();
+            } else {
+                let key = self.senders.register(park.waker());
+                fence(Ordering::SeqCst);
+                if self.still_full() {
+                    park.park(deadline);
+                }
+                self.senders.unregister(key);
+            }
             match self.try_send(msg) {
                 Ok(()) => return Ok(()),
                 Err(TrySendError::Disconnected(m)) => {
@@ -171,21 +188,6 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
                 }
                 Err(TrySendError::Full(m)) => msg = m,
             }
-            // Checked after an attempt, so a sender woken just as its deadline
-            // passes still uses the room it was woken for.
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Err(SendTimeoutError::Timeout(msg));
-            }
-            if !backoff.is_completed() && park.spin_before_park() {
-                backoff.snooze();
-                continue;
-            }
-            let key = self.senders.register(park.waker());
-            fence(Ordering::SeqCst);
-            if self.still_full() {
-                park.park(deadline);
-            }
-            self.senders.unregister(key);
         }
     }
 
@@ -241,26 +243,28 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     #[cold]
     fn recv_blocking(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
         let park = hook::current();
+        let spin = park.spin_before_park();
         let mut backoff = Backoff::new();
         loop {
+            // The attempt just made found the ring empty.
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(RecvTimeoutError::Timeout);
+            }
+            if spin && !backoff.is_completed() {
+                backoff.snooze();
+            } else {
+                let key = self.receivers.register(park.waker());
+                fence(Ordering::SeqCst);
+                if self.still_empty() {
+                    park.park(deadline);
+                }
+                self.receivers.unregister(key);
+            }
             match self.try_recv() {
                 Ok(msg) => return Ok(msg),
                 Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
                 Err(TryRecvError::Empty) => {}
             }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Err(RecvTimeoutError::Timeout);
-            }
-            if !backoff.is_completed() && park.spin_before_park() {
-                backoff.snooze();
-                continue;
-            }
-            let key = self.receivers.register(park.waker());
-            fence(Ordering::SeqCst);
-            if self.still_empty() {
-                park.park(deadline);
-            }
-            self.receivers.unregister(key);
         }
     }
 

@@ -79,6 +79,14 @@ impl<L: RawLock> WaitList<L> {
     /// Removes a waiter that stops waiting. Returns `false` if it was no
     /// longer listed, i.e. a waker chose it.
     pub(crate) fn unregister(&self, key: Key) -> bool {
+        // We stored a non-zero length when we registered, so reading zero
+        // (our own store or a later one) means a waker has since emptied the
+        // list, taking our entry with it: no need for the lock. This is the
+        // common case after a wake-up.
+        // Relaxed: coherence on `len` alone is what the argument needs.
+        if self.len.load(Ordering::Relaxed) == 0 {
+            return false;
+        }
         self.with_locked(|entries, _| {
             let found = entries.iter().position(|(k, _)| *k == key.0);
             if let Some(i) = found {
