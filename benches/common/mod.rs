@@ -1,0 +1,556 @@
+//! The measuring harness shared by `examples/table1.rs` and the criterion
+//! benches (each includes this file with `#[path]`), so that the example and
+//! the benches time exactly the same loops.
+//!
+//! Three systems run the same code through the [`System`] trait: swco
+//! coroutines (either protocol, `packed` on one executor or `spread` over
+//! several), crossbeam-channel on OS threads, and may coroutines. Generic
+//! code is monomorphised per system, so the timed loops call each channel's
+//! `send`/`recv` directly, with no dynamic dispatch inside them.
+
+// Each bench binary uses a different part of this module; what one leaves
+// unused another needs.
+#![allow(dead_code)]
+
+use std::marker::PhantomData;
+use std::time::{Duration, Instant};
+
+use swco::channel::{mpmc, Protocol};
+use swco::Runtime;
+
+/// Producer and consumer counts of the seed paper's Table 1.
+pub const TABLE1_N: [usize; 3] = [1, 10, 32];
+
+/// Executors of the one swco runtime every Table 1 cell uses: enough for
+/// `spread` to give each of 32 coroutines its own executor (CPE).
+pub const TABLE1_EXECUTORS: usize = 32;
+
+/// The seed paper's Table 1, in ns, by n = 1, 10, 32: MPE (CAS) send and
+/// receive, CPE (updt) send and receive.
+pub const PAPER_MPE_SEND: [f64; 3] = [130.0, 220.0, 220.0];
+pub const PAPER_MPE_RECV: [f64; 3] = [120.0, 230.0, 220.0];
+pub const PAPER_CPE_SEND: [f64; 3] = [1_370.0, 30_000.0, 457_000.0];
+pub const PAPER_CPE_RECV: [f64; 3] = [1_950.0, 54_000.0, 791_000.0];
+
+/// The message generator of every producer of every system (Marsaglia's
+/// xorshift64): the paper sends random integers, and generating them in the
+/// loop costs the same few cycles everywhere.
+#[inline(always)]
+pub fn xorshift(mut x: u64) -> u64 {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    x
+}
+
+/// A distinct, non-zero xorshift seed for worker `i` of a run seeded `seed`.
+pub fn seed_of(seed: u64, i: usize) -> u64 {
+    (seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1
+}
+
+/// One worker's timed loop: when it started and ended (on the process-wide
+/// monotonic clock, so spans of different threads compare), and the wrapping
+/// sum of the values it moved, which checks that nothing was lost.
+#[derive(Debug, Clone, Copy)]
+pub struct Span {
+    pub start: Instant,
+    pub end: Instant,
+    pub sum: u64,
+}
+
+/// How a system moves `u64`s and runs workers. One implementation per
+/// system/protocol/placement; the benches are generic over it.
+pub trait System {
+    type Tx: Clone + Send + 'static;
+    type Rx: Clone + Send + 'static;
+    /// The waiting side of a start gate.
+    type Gate: Clone + Send + 'static;
+
+    /// `system,protocol,placement` as written to the CSV.
+    fn label(&self) -> [&'static str; 3];
+
+    /// A channel of this system holding `capacity` messages (may's is
+    /// unbounded and ignores it).
+    fn channel(&self, capacity: usize) -> (Self::Tx, Self::Rx);
+    fn send(tx: &Self::Tx, v: u64);
+    /// Receives one message; `None` once the channel is disconnected and
+    /// empty.
+    fn recv(rx: &Self::Rx) -> Option<u64>;
+
+    /// Starts worker `i` (a coroutine or thread, placed by this system's
+    /// placement) and returns a function that waits for its result.
+    fn start<T, F>(&self, i: usize, f: F) -> Box<dyn FnOnce() -> T>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static;
+
+    /// A start gate: workers [`wait`](System::wait) on the second half until
+    /// the first is called. Built from the system's own channel, so a waiting
+    /// coroutine is suspended (not spinning) and a waiting thread parks.
+    fn gate(&self) -> (Box<dyn FnOnce()>, Self::Gate);
+    fn wait(gate: &Self::Gate);
+}
+
+/// Where swco coroutine `i` goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// Every coroutine on executor 0: one core, like the paper's MPE.
+    Packed,
+    /// Coroutine `i` on executor `i`: one coroutine per executor, like the
+    /// paper's CPEs.
+    Spread,
+    /// Chosen by the runtime's placement policy (round-robin).
+    Policy,
+}
+
+/// swco coroutines on `rt`, protocol `P`.
+pub struct Swco<'a, P> {
+    pub rt: &'a Runtime,
+    pub place: Place,
+    _protocol: PhantomData<P>,
+}
+
+impl<'a, P> Swco<'a, P> {
+    pub fn new(rt: &'a Runtime, place: Place) -> Self {
+        Swco {
+            rt,
+            place,
+            _protocol: PhantomData,
+        }
+    }
+}
+
+impl<P: Protocol> System for Swco<'_, P> {
+    type Tx = mpmc::Sender<u64, P>;
+    type Rx = mpmc::Receiver<u64, P>;
+    type Gate = mpmc::Receiver<(), P>;
+
+    fn label(&self) -> [&'static str; 3] {
+        let place = match self.place {
+            Place::Packed => "packed",
+            Place::Spread => "spread",
+            Place::Policy => "policy",
+        };
+        ["swco", P::NAME, place]
+    }
+    fn channel(&self, capacity: usize) -> (Self::Tx, Self::Rx) {
+        mpmc::bounded_with::<u64, P>(capacity)
+    }
+    #[inline(always)]
+    fn send(tx: &Self::Tx, v: u64) {
+        tx.send(v).unwrap()
+    }
+    #[inline(always)]
+    fn recv(rx: &Self::Rx) -> Option<u64> {
+        rx.recv().ok()
+    }
+    fn start<T, F>(&self, i: usize, f: F) -> Box<dyn FnOnce() -> T>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let h = match self.place {
+            Place::Packed => self.rt.spawn_on(0, f).expect("executor 0 exists"),
+            Place::Spread => self
+                .rt
+                .spawn_on(i % self.rt.executors(), f)
+                .expect("executor index is in range"),
+            Place::Policy => self.rt.spawn(f),
+        };
+        Box::new(move || h.join().expect("coroutine finished"))
+    }
+    fn gate(&self) -> (Box<dyn FnOnce()>, Self::Gate) {
+        let (tx, rx) = mpmc::bounded_with::<(), P>(1);
+        (Box::new(move || drop(tx)), rx)
+    }
+    fn wait(gate: &Self::Gate) {
+        // Disconnected once the opener drops the sender.
+        let _ = gate.recv();
+    }
+}
+
+/// crossbeam-channel `bounded` between OS threads.
+pub struct Crossbeam;
+
+impl System for Crossbeam {
+    type Tx = crossbeam_channel::Sender<u64>;
+    type Rx = crossbeam_channel::Receiver<u64>;
+    type Gate = crossbeam_channel::Receiver<()>;
+
+    fn label(&self) -> [&'static str; 3] {
+        ["crossbeam", "-", "threads"]
+    }
+    fn channel(&self, capacity: usize) -> (Self::Tx, Self::Rx) {
+        crossbeam_channel::bounded(capacity)
+    }
+    #[inline(always)]
+    fn send(tx: &Self::Tx, v: u64) {
+        tx.send(v).unwrap()
+    }
+    #[inline(always)]
+    fn recv(rx: &Self::Rx) -> Option<u64> {
+        rx.recv().ok()
+    }
+    fn start<T, F>(&self, _i: usize, f: F) -> Box<dyn FnOnce() -> T>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let h = std::thread::spawn(f);
+        Box::new(move || h.join().expect("thread finished"))
+    }
+    fn gate(&self) -> (Box<dyn FnOnce()>, Self::Gate) {
+        let (tx, rx) = crossbeam_channel::bounded::<()>(1);
+        (Box::new(move || drop(tx)), rx)
+    }
+    fn wait(gate: &Self::Gate) {
+        let _ = gate.recv();
+    }
+}
+
+/// may coroutines with may's unbounded `mpmc` channel. may's scheduler is
+/// process-global: call [`May::configure`] before anything touches may.
+/// Worker `i` is spawned with `Builder::id(i)`, which queues it on may worker
+/// `i % workers`; may's work stealing may move it from there.
+pub struct May;
+
+impl May {
+    /// Sets may's worker count (process-global; only the first use of may
+    /// reads it) and returns it. One worker per core, which is may's own
+    /// default, so may runs as its authors intend.
+    pub fn configure() -> usize {
+        let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+        may::config().set_workers(workers);
+        workers
+    }
+
+    /// Spawns `f` as a may coroutine queued on worker `id % workers`.
+    pub fn spawn<T, F>(id: usize, f: F) -> may::coroutine::JoinHandle<T>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let builder = may::coroutine::Builder::new().id(id);
+        // SAFETY: may's spawn is unsafe for two reasons, neither of which
+        // applies to the closures of this harness. (1) Thread-locals: a may
+        // coroutine may resume on another worker thread, so a reference to a
+        // thread-local held across a suspension could dangle or alias; the
+        // closures here touch no thread-locals of their own (only may's own
+        // channels, which are made for coroutines, plus `Instant::now` and
+        // arithmetic). (2) Stack overflow is not caught: the closures use a
+        // few hundred bytes of stack, far below may's default (32 KiB on
+        // 64-bit), and call nothing recursive.
+        unsafe { builder.spawn(f) }.expect("may spawns a coroutine")
+    }
+}
+
+impl System for May {
+    type Tx = may::sync::mpmc::Sender<u64>;
+    type Rx = may::sync::mpmc::Receiver<u64>;
+    type Gate = may::sync::mpmc::Receiver<()>;
+
+    fn label(&self) -> [&'static str; 3] {
+        // Several workers, coroutine i queued on worker i mod workers.
+        ["may", "-", "spread"]
+    }
+    fn channel(&self, _capacity: usize) -> (Self::Tx, Self::Rx) {
+        may::sync::mpmc::channel()
+    }
+    #[inline(always)]
+    fn send(tx: &Self::Tx, v: u64) {
+        tx.send(v).unwrap()
+    }
+    #[inline(always)]
+    fn recv(rx: &Self::Rx) -> Option<u64> {
+        rx.recv().ok()
+    }
+    fn start<T, F>(&self, i: usize, f: F) -> Box<dyn FnOnce() -> T>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let h = May::spawn(i, f);
+        Box::new(move || h.join().expect("may coroutine finished"))
+    }
+    fn gate(&self) -> (Box<dyn FnOnce()>, Self::Gate) {
+        let (tx, rx) = may::sync::mpmc::channel::<()>();
+        (Box::new(move || drop(tx)), rx)
+    }
+    fn wait(gate: &Self::Gate) {
+        let _ = gate.recv();
+    }
+}
+
+/// One run of the Table 1 experiment, in ns per message.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Sample {
+    /// Mean over producers of (its loop's elapsed time / m).
+    pub send_ns: f64,
+    /// Mean over consumers of (its loop's elapsed time / m).
+    pub recv_ns: f64,
+    /// (last producer's end - first producer's start) / (n * m).
+    pub send_wall_ns: f64,
+    /// (last consumer's end - first consumer's start) / (n * m).
+    pub recv_wall_ns: f64,
+}
+
+/// Mean per-worker ns per op, and wall ns per op, of one phase.
+fn phase_ns(spans: &[Span], m: usize) -> (f64, f64) {
+    let per: f64 = spans
+        .iter()
+        .map(|s| (s.end - s.start).as_nanos() as f64 / m as f64)
+        .sum::<f64>()
+        / spans.len() as f64;
+    let first = spans.iter().map(|s| s.start).min().unwrap();
+    let last = spans.iter().map(|s| s.end).max().unwrap();
+    let wall = (last - first).as_nanos() as f64 / (spans.len() * m) as f64;
+    (per, wall)
+}
+
+/// Runs `n` workers of `sys`, each running `body(i)` after the start gate
+/// opens, and returns their spans. The gate keeps thread and coroutine
+/// start-up out of the timed loops and lets the workers start together.
+fn phase<S, B>(sys: &S, n: usize, body: B) -> Vec<Span>
+where
+    S: System,
+    B: Fn(usize) -> Box<dyn FnOnce() -> Span + Send> + Copy,
+{
+    let (open, gate) = sys.gate();
+    let joins: Vec<_> = (0..n)
+        .map(|i| {
+            let gate = gate.clone();
+            let work = body(i);
+            sys.start(i, move || {
+                S::wait(&gate);
+                work()
+            })
+        })
+        .collect();
+    drop(gate);
+    open();
+    joins.into_iter().map(|j| j()).collect()
+}
+
+/// The seed paper's experiment, once: a channel holding all `n * m`
+/// messages (so nothing blocks); `n` producers each send `m` xorshift
+/// values, timing their own loop; once all are done, `n` consumers each
+/// receive `m`, timing theirs. Panics if a value is lost or invented.
+pub fn table1_cell<S: System>(sys: &S, n: usize, m: usize, seed: u64) -> Sample {
+    let (tx, rx) = sys.channel(n * m);
+    let sent = phase(sys, n, |i| {
+        let tx = tx.clone();
+        Box::new(move || {
+            let mut x = seed_of(seed, i);
+            let mut sum = 0u64;
+            let start = Instant::now();
+            for _ in 0..m {
+                x = xorshift(x);
+                S::send(&tx, x);
+                sum = sum.wrapping_add(x);
+            }
+            let end = Instant::now();
+            Span { start, end, sum }
+        })
+    });
+    let received = phase(sys, n, |_| {
+        let rx = rx.clone();
+        Box::new(move || {
+            let mut sum = 0u64;
+            let start = Instant::now();
+            for _ in 0..m {
+                let v = S::recv(&rx).expect("the channel holds every message");
+                sum = sum.wrapping_add(v);
+            }
+            let end = Instant::now();
+            Span { start, end, sum }
+        })
+    });
+    let total = |spans: &[Span]| spans.iter().fold(0u64, |a, s| a.wrapping_add(s.sum));
+    assert_eq!(
+        total(&sent),
+        total(&received),
+        "{:?}: messages lost or invented",
+        sys.label()
+    );
+    let (send_ns, send_wall_ns) = phase_ns(&sent, m);
+    let (recv_ns, recv_wall_ns) = phase_ns(&received, m);
+    Sample {
+        send_ns,
+        recv_ns,
+        send_wall_ns,
+        recv_wall_ns,
+    }
+}
+
+/// Moves `messages` from `pairs` producers to `pairs` consumers through a
+/// channel of `capacity`, and returns the time from opening the start gate
+/// until every worker has finished, scaled to exactly `messages` (each
+/// producer sends `messages / pairs` rounded up). Producer `i` is worker
+/// `2i`, its consumer `2i + 1`. With a small capacity most operations take
+/// the blocking path.
+pub fn throughput<S: System>(sys: &S, pairs: usize, capacity: usize, messages: u64) -> Duration {
+    let per = messages.div_ceil(pairs as u64).max(1);
+    let (tx, rx) = sys.channel(capacity);
+    let (open, gate) = sys.gate();
+    let mut joins = Vec::with_capacity(2 * pairs);
+    for i in 0..pairs {
+        let (ptx, pgate) = (tx.clone(), gate.clone());
+        joins.push(sys.start(2 * i, move || {
+            S::wait(&pgate);
+            let mut x = seed_of(7, i);
+            let mut sum = 0u64;
+            for _ in 0..per {
+                x = xorshift(x);
+                S::send(&ptx, x);
+                sum = sum.wrapping_add(x);
+            }
+            sum
+        }));
+        let (crx, cgate) = (rx.clone(), gate.clone());
+        joins.push(sys.start(2 * i + 1, move || {
+            S::wait(&cgate);
+            let mut sum = 0u64;
+            while let Some(v) = S::recv(&crx) {
+                sum = sum.wrapping_add(v);
+            }
+            sum
+        }));
+    }
+    // Consumers stop when the last producer's sender is gone.
+    drop((tx, rx, gate));
+    let start = Instant::now();
+    open();
+    let sums: Vec<u64> = joins.into_iter().map(|j| j()).collect();
+    let elapsed = start.elapsed();
+    let sent = sums.iter().step_by(2).fold(0u64, |a, s| a.wrapping_add(*s));
+    let received = sums
+        .iter()
+        .skip(1)
+        .step_by(2)
+        .fold(0u64, |a, s| a.wrapping_add(*s));
+    assert_eq!(sent, received, "{:?}: messages lost", sys.label());
+    elapsed.mul_f64(messages as f64 / (per * pairs as u64) as f64)
+}
+
+/// The median of `v` (upper median for even lengths); NaN-free input.
+pub fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+/// Criterion's per-iteration time for the Table 1 experiment: one iteration
+/// is one operation as seen by one producer (`recv == false`) or consumer.
+/// Runs the experiment with about `iters / n` messages per worker, in rounds
+/// of at most [`TABLE1_M`] (so a worker's loop still fits in a time slice),
+/// and returns the mean per-operation time times `iters`. The real time
+/// spent is about that of the phase timed plus the other phase, so
+/// criterion's time budget stays honest.
+pub fn table1_iters<S: System>(sys: &S, n: usize, iters: u64, recv: bool) -> Duration {
+    let mut left = iters.div_ceil(n as u64).max(1) as usize;
+    let mut round = 0u64;
+    let mut ns = 0.0;
+    let mut ops = 0usize;
+    while left > 0 {
+        let m = left.min(TABLE1_M);
+        let s = table1_cell(sys, n, m, round);
+        ns += if recv { s.recv_ns } else { s.send_ns } * m as f64;
+        ops += m;
+        left -= m;
+        round += 1;
+    }
+    Duration::from_nanos((ns / ops as f64 * iters as f64) as u64)
+}
+
+/// Messages per worker in one Table 1 run (see `examples/table1.rs`).
+pub const TABLE1_M: usize = 10_000;
+
+/// `iters` round trips between two workers of `sys` (worker 0 pings, worker
+/// 1 echoes) over two channels of capacity 1, timed by the pinger.
+pub fn pingpong<S: System>(sys: &S, iters: u64) -> Duration {
+    let (ping_tx, ping_rx) = sys.channel(1);
+    let (pong_tx, pong_rx) = sys.channel(1);
+    let echo = sys.start(1, move || {
+        while let Some(v) = S::recv(&ping_rx) {
+            S::send(&pong_tx, v);
+        }
+    });
+    let pinger = sys.start(0, move || {
+        let start = Instant::now();
+        for i in 0..iters {
+            S::send(&ping_tx, i);
+            assert_eq!(S::recv(&pong_rx), Some(i));
+        }
+        start.elapsed()
+        // Dropping `ping_tx` here ends the echo loop.
+    });
+    let elapsed = pinger();
+    echo();
+    elapsed
+}
+
+/// `iters` round trips between the calling OS thread (pinging) and one
+/// worker of `sys` (echoing).
+pub fn pingpong_from_thread<S: System>(sys: &S, iters: u64) -> Duration {
+    let (ping_tx, ping_rx) = sys.channel(1);
+    let (pong_tx, pong_rx) = sys.channel(1);
+    let echo = sys.start(0, move || {
+        while let Some(v) = S::recv(&ping_rx) {
+            S::send(&pong_tx, v);
+        }
+    });
+    let start = Instant::now();
+    for i in 0..iters {
+        S::send(&ping_tx, i);
+        assert_eq!(S::recv(&pong_rx), Some(i));
+    }
+    let elapsed = start.elapsed();
+    drop(ping_tx);
+    echo();
+    elapsed
+}
+
+/// Spawns `count` trivial workers of `sys` and joins them all, keeping at
+/// most `window` spawned and not yet joined: worker `i` is joined right
+/// after worker `i + window` is spawned.
+///
+/// The window exists because a swco coroutine owns an `mmap`ed stack (two
+/// mappings, with its guard page) from the moment its executor takes it in,
+/// and Linux's default `vm.max_map_count` (65 530) then caps the live ones
+/// at about 32 000; 100 000 spawned at once fail to map.
+pub fn spawn_join<S: System>(sys: &S, count: usize, window: usize) -> Duration {
+    let start = Instant::now();
+    let mut live = std::collections::VecDeque::with_capacity(window + 1);
+    for i in 0..count {
+        live.push_back((i, sys.start(i, move || i)));
+        if live.len() > window {
+            let (i, j) = live.pop_front().unwrap();
+            assert_eq!(j(), i);
+        }
+    }
+    for (i, j) in live {
+        assert_eq!(j(), i);
+    }
+    start.elapsed()
+}
+
+/// The daisy chain: `len` workers, each receiving from its left neighbour
+/// and sending one more to its right, all spawned, one value passed from
+/// end to end, all joined. Measures spawning plus one blocking hand-off per
+/// worker.
+pub fn chain<S: System>(sys: &S, len: usize) -> Duration {
+    let start = Instant::now();
+    let (head, mut rx) = sys.channel(1);
+    let mut joins = Vec::with_capacity(len);
+    for i in 0..len {
+        let (tx, next) = sys.channel(1);
+        let left = std::mem::replace(&mut rx, next);
+        joins.push(sys.start(i, move || {
+            let v = S::recv(&left).expect("a value from the left");
+            S::send(&tx, v + 1);
+        }));
+    }
+    S::send(&head, 0);
+    assert_eq!(S::recv(&rx), Some(len as u64));
+    joins.into_iter().for_each(|j| j());
+    start.elapsed()
+}
