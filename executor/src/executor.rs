@@ -358,7 +358,18 @@ impl Local {
         bump(&self.shared.counters.spawned, 1);
     }
 
+    /// Takes whatever other threads handed over. The common case, nothing
+    /// pending, is one relaxed load, inlined into the run loop.
+    #[inline]
     fn drain_inbox(&self) {
+        if self.shared.inbox.is_pending() {
+            self.drain_inbox_slow();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn drain_inbox_slow(&self) {
         let mut spare = self.spare.borrow_mut();
         if !self.shared.inbox.drain_into(&mut spare) {
             return;
