@@ -174,13 +174,27 @@ struct Task {
 #[derive(Default)]
 pub(crate) struct RunQueue(VecDeque<usize>);
 
-/// Every live coroutine of the executor that is not running right now,
-/// indexed by slot. Those not on the [`RunQueue`] are parked: this is the
-/// executor's wait queue, and a wake finds its coroutine here by slot.
+/// Every live coroutine of the executor, indexed by slot. Those neither
+/// running nor on the [`RunQueue`] are parked: this is the executor's wait
+/// queue, and a wake finds its coroutine here by slot.
+///
+/// A task stays in its slot while it runs: the executor resumes it through
+/// the slot's pointer, so a resume moves nothing.
+///
+/// # Invariants
+///
+/// * A non-null entry is a pointer from `Box::into_raw`, owned by this
+///   queue: freed by [`take`](WaitQueue::take) (which hands the box back)
+///   or by `Drop`, and by nothing else.
+/// * The task being resumed is reached only through the executor loop's
+///   pointer (`Local::run_task`, `Local::cancel_all`) until the resume
+///   returns. Code running meanwhile (the coroutine, wakers, spawns) may
+///   borrow this queue, but only to reserve or fill *other* slots; the
+///   accessors that dereference a slot (`get`, `get_mut`, `take`,
+///   `take_any`) are called only by the executor loop between resumes.
 #[derive(Default)]
 struct WaitQueue {
-    /// Boxed so a resume moves a pointer, not the task.
-    slots: Vec<Option<Box<Task>>>,
+    slots: Vec<*mut Task>,
     free: Vec<usize>,
 }
 
@@ -189,19 +203,33 @@ impl WaitQueue {
         match self.free.pop() {
             Some(slot) => slot,
             None => {
-                self.slots.push(None);
+                self.slots.push(std::ptr::null_mut());
                 self.slots.len() - 1
             }
         }
     }
 
     fn put(&mut self, slot: usize, task: Box<Task>) {
-        debug_assert!(self.slots[slot].is_none());
-        self.slots[slot] = Some(task);
+        debug_assert!(self.slots[slot].is_null());
+        self.slots[slot] = Box::into_raw(task);
+    }
+
+    /// The task in `slot`, or null. Dereferencing it is subject to the
+    /// type's invariants.
+    #[inline]
+    fn ptr(&self, slot: usize) -> *mut Task {
+        self.slots
+            .get(slot)
+            .copied()
+            .unwrap_or(std::ptr::null_mut())
     }
 
     fn take(&mut self, slot: usize) -> Option<Box<Task>> {
-        self.slots.get_mut(slot).and_then(Option::take)
+        let ptr = std::mem::replace(self.slots.get_mut(slot)?, std::ptr::null_mut());
+        // SAFETY: a non-null entry came from `Box::into_raw` and is owned by
+        // this queue; nulling the entry above transfers that ownership back
+        // to the box, exactly once.
+        (!ptr.is_null()).then(|| unsafe { Box::from_raw(ptr) })
     }
 
     fn release(&mut self, slot: usize) {
@@ -209,15 +237,29 @@ impl WaitQueue {
     }
 
     fn get(&self, slot: usize) -> Option<&Task> {
-        self.slots.get(slot).and_then(Option::as_deref)
+        // SAFETY: a non-null entry points at a live task owned by this
+        // queue; it is called only between resumes, when no other reference
+        // to a task exists (type invariants), and `&self` keeps the task from
+        // being taken while the reference lives.
+        unsafe { self.ptr(slot).as_ref() }
     }
 
     fn get_mut(&mut self, slot: usize) -> Option<&mut Task> {
-        self.slots.get_mut(slot).and_then(Option::as_deref_mut)
+        // SAFETY: as in `get`, with `&mut self` making the reference unique.
+        unsafe { self.ptr(slot).as_mut() }
     }
 
     fn take_any(&mut self) -> Option<Box<Task>> {
-        self.slots.iter_mut().find_map(Option::take)
+        let slot = self.slots.iter().position(|p| !p.is_null())?;
+        self.take(slot)
+    }
+}
+
+impl Drop for WaitQueue {
+    fn drop(&mut self) {
+        for slot in 0..self.slots.len() {
+            drop(self.take(slot));
+        }
     }
 }
 
@@ -426,10 +468,17 @@ impl Local {
     }
 
     fn run_task(&self, slot: usize) {
-        let Some(mut task) = self.wait_queue.borrow_mut().take(slot) else {
+        let ptr = self.wait_queue.borrow().ptr(slot);
+        if ptr.is_null() {
             debug_assert!(false, "run queue named an empty slot");
             return;
-        };
+        }
+        // SAFETY: a non-null slot points at a live task owned by the wait
+        // queue. It stays in its slot, alive and unaliased, until this
+        // function takes it out below: only the executor loop (this thread,
+        // between resumes) reaches a task through its slot, and code run by
+        // the resume touches other slots only (see `WaitQueue`).
+        let task = unsafe { &mut *ptr };
         if task.timer_seq != 0 {
             // Woken before its deadline: its heap entry is now stale.
             task.timer_seq = 0;
@@ -445,23 +494,22 @@ impl Local {
         self.running.set(std::ptr::null());
         match result {
             CoroutineResult::Yield(Suspend::Yield) => {
-                self.wait_queue.borrow_mut().put(slot, task);
                 self.run_queue.borrow_mut().0.push_back(slot);
             }
             CoroutineResult::Yield(Suspend::Park(deadline)) => {
                 bump(&self.shared.counters.blocks, 1);
-                task.timer_seq = match deadline {
-                    Some(d) => {
-                        let seq = self.next_timer_seq.get() + 1;
-                        self.next_timer_seq.set(seq);
-                        self.timers.borrow_mut().push(Reverse((d, seq, slot)));
-                        seq
-                    }
-                    None => 0,
-                };
-                self.wait_queue.borrow_mut().put(slot, task);
+                if let Some(d) = deadline {
+                    let seq = self.next_timer_seq.get() + 1;
+                    self.next_timer_seq.set(seq);
+                    self.timers.borrow_mut().push(Reverse((d, seq, slot)));
+                    task.timer_seq = seq;
+                }
             }
             CoroutineResult::Return(()) => {
+                let task = self.wait_queue.borrow_mut().take(slot);
+                let Some(task) = task else {
+                    unreachable!("the finished task left its slot")
+                };
                 let stack = task.co.into_stack();
                 self.pool.borrow_mut().give_back(stack);
                 self.wait_queue.borrow_mut().release(slot);
