@@ -282,7 +282,6 @@ pub(crate) struct Local {
     yielder: Cell<*const Yielder<(), Suspend>>,
     /// Set while coroutines are being unwound by a cancelling shutdown.
     cancelling: Cell<bool>,
-    page: usize,
 }
 
 thread_local! {
@@ -486,10 +485,10 @@ impl Local {
         }
         self.running.set(&task.header);
         self.yielder.set(task.yielder);
-        stack::set_running_guard(task.guard, self.page);
+        stack::set_running_guard(task.guard);
         bump(&self.shared.counters.switches, 1);
         let result = task.co.resume(());
-        stack::set_running_guard(0, self.page);
+        stack::set_running_guard(0);
         task.yielder = self.yielder.replace(std::ptr::null());
         self.running.set(std::ptr::null());
         match result {
@@ -594,9 +593,9 @@ impl Local {
             };
             self.running.set(&task.header);
             self.yielder.set(task.yielder);
-            stack::set_running_guard(task.guard, self.page);
+            stack::set_running_guard(task.guard);
             task.co.force_unwind();
-            stack::set_running_guard(0, self.page);
+            stack::set_running_guard(0);
             self.yielder.set(std::ptr::null());
             self.running.set(std::ptr::null());
             drop(task);
@@ -696,7 +695,6 @@ pub(crate) fn run_executor(
         running: Cell::new(std::ptr::null()),
         yielder: Cell::new(std::ptr::null()),
         cancelling: Cell::new(false),
-        page: stack::page_size(),
     };
     CURRENT.with(|c| c.set(&local));
     let fallback = hook::current();

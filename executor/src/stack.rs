@@ -16,12 +16,14 @@
 //!
 //! # Invariants
 //!
-//! * `GUARD_LOW..GUARD_HIGH` is the guard page of the coroutine this thread is
-//!   running right now, or empty (`0..0`) outside a coroutine.
+//! * `GUARD_LOW..GUARD_LOW + PAGE` is the guard page of the coroutine this
+//!   thread is running right now; `GUARD_LOW` is `0` outside a coroutine.
+//! * `PAGE` is set before any executor thread runs a coroutine.
 //! * Every executor thread runs with an alternate signal stack, so the handler
 //!   can run when the coroutine stack is exhausted.
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Once, OnceLock};
 
 use corosensei::stack::{DefaultStack, Stack};
@@ -86,9 +88,11 @@ pub(crate) fn guard_low(stack: &DefaultStack) -> usize {
     stack.limit().get()
 }
 
+/// The OS page size (the guard page's size), set by [`prepare_thread`].
+static PAGE: AtomicUsize = AtomicUsize::new(0);
+
 thread_local! {
     static GUARD_LOW: Cell<usize> = const { Cell::new(0) };
-    static GUARD_HIGH: Cell<usize> = const { Cell::new(0) };
     static EXECUTOR: Cell<usize> = const { Cell::new(usize::MAX) };
     static STACK_SIZE: Cell<usize> = const { Cell::new(0) };
 }
@@ -96,16 +100,24 @@ thread_local! {
 /// Records which guard page belongs to the coroutine about to run (`low` is
 /// its [`guard_low`]) or, with `0`, that none is running.
 #[inline]
-pub(crate) fn set_running_guard(low: usize, page: usize) {
+pub(crate) fn set_running_guard(low: usize) {
     GUARD_LOW.with(|g| g.set(low));
-    GUARD_HIGH.with(|g| g.set(if low == 0 { 0 } else { low + page }));
+}
+
+/// The running coroutine's guard page as `low..high`, or `None` outside a
+/// coroutine.
+#[inline]
+fn running_guard() -> Option<(usize, usize)> {
+    let low = GUARD_LOW.with(Cell::get);
+    // Relaxed: PAGE is written once, before this thread ran a coroutine.
+    (low != 0).then(|| (low, low + PAGE.load(Ordering::Relaxed)))
 }
 
 /// How many bytes of the running coroutine's stack lie below `addr` (an
 /// address on it), or `None` outside a coroutine.
 pub(crate) fn room_below(addr: usize) -> Option<usize> {
-    let high = GUARD_HIGH.with(Cell::get);
-    (high != 0 && addr > high).then(|| addr - high)
+    let (_, high) = running_guard()?;
+    (addr > high).then(|| addr - high)
 }
 
 static PREVIOUS_SEGV: OnceLock<libc::sigaction> = OnceLock::new();
@@ -117,6 +129,9 @@ static INSTALL: Once = Once::new();
 /// makes sure it has an alternate signal stack. The returned guard removes
 /// an alternate stack this function installed.
 pub(crate) fn prepare_thread(executor: usize, stack_size: usize) -> AltStack {
+    // Relaxed: every thread stores the same value, before it runs a
+    // coroutine, and reads it only on this thread afterwards.
+    PAGE.store(page_size(), Ordering::Relaxed);
     INSTALL.call_once(install_handler);
     EXECUTOR.with(|e| e.set(executor));
     STACK_SIZE.with(|s| s.set(stack_size));
@@ -154,9 +169,7 @@ extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, ctx: *mu
     // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers, and
     // SIGSEGV/SIGBUS carry a fault address.
     let addr = unsafe { (*info).si_addr() } as usize;
-    let low = GUARD_LOW.with(Cell::get);
-    let high = GUARD_HIGH.with(Cell::get);
-    if low != 0 && (low..high).contains(&addr) {
+    if running_guard().is_some_and(|(low, high)| (low..high).contains(&addr)) {
         let mut msg = MessageBuf::new();
         msg.push(b"\nswco: stack overflow in a coroutine on executor swco-cpe-");
         msg.push_num(EXECUTOR.with(Cell::get));
