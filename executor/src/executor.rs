@@ -608,34 +608,51 @@ impl Local {
 
 /// The park hook installed on executor threads: inside a coroutine, parking
 /// suspends the coroutine; elsewhere it falls back to parking the thread.
+///
+/// It reaches its executor's [`Local`] through its own pointer rather than
+/// the `CURRENT` thread-local: the hook is installed on one executor thread
+/// for exactly as long as that executor runs.
 struct CoroutinePark {
     fallback: Rc<dyn Park>,
+    /// This thread's executor; set by `run_executor` while the `Local` in its
+    /// frame is alive, null before that `Local` is dropped.
+    local: Cell<*const Local>,
+}
+
+impl CoroutinePark {
+    /// The executor and the header of the coroutine running on this thread,
+    /// if a coroutine of this executor is running.
+    #[inline]
+    fn running(&self) -> Option<(&Local, &Arc<TaskHeader>)> {
+        // SAFETY: a non-null `local` points at the Local in `run_executor`'s
+        // frame, which nulls it before that Local is dropped. The hook is an
+        // `Rc` (this thread only), and everything that calls it (coroutines
+        // and blocking calls on this thread) has returned, finished or been
+        // unwound by then, so the reference does not outlive the Local.
+        let local = unsafe { self.local.get().as_ref() }?;
+        // SAFETY: a non-null `running` points at the header of the task
+        // being resumed, which lives in its wait-queue slot for the whole
+        // resume (or in `cancel_all`'s frame while it is unwound).
+        let header = unsafe { local.running.get().as_ref() }?;
+        Some((local, header))
+    }
 }
 
 impl Park for CoroutinePark {
     fn waker(&self) -> Waker {
-        match Local::current() {
-            Some(local) if local.in_coroutine() => {
-                // SAFETY: `running` is non-null, so it points at the header
-                // of the task being resumed, which lives in `run_task`'s (or
-                // `cancel_all`'s) frame for the whole resume.
-                let header = unsafe { &*local.running.get() };
-                Waker::from(Arc::clone(header))
-            }
-            _ => self.fallback.waker(),
+        match self.running() {
+            Some((_, header)) => Waker::from(Arc::clone(header)),
+            None => self.fallback.waker(),
         }
     }
 
     fn park(&self, deadline: Option<Instant>) {
-        let Some(local) = Local::current().filter(|l| l.in_coroutine()) else {
+        let Some((local, header)) = self.running() else {
             return self.fallback.park(deadline);
         };
         if deadline.is_some_and(|d| Instant::now() >= d) {
             return;
         }
-        // SAFETY: as in `waker`: non-null `running` points at the live header
-        // of the running task.
-        let header = unsafe { &*local.running.get() };
         if header.state.prepare_park() {
             local.suspend(Suspend::Park(deadline));
         }
@@ -644,10 +661,7 @@ impl Park for CoroutinePark {
     fn spin_before_park(&self) -> bool {
         // Inside a coroutine, parking is a cheap switch that lets a neighbour
         // run: do not spin. Outside, defer to the thread parker.
-        match Local::current() {
-            Some(local) if local.in_coroutine() => false,
-            _ => self.fallback.spin_before_park(),
-        }
+        self.running().is_none() && self.fallback.spin_before_park()
     }
 }
 
@@ -697,10 +711,14 @@ pub(crate) fn run_executor(
         cancelling: Cell::new(false),
     };
     CURRENT.with(|c| c.set(&local));
-    let fallback = hook::current();
-    let previous = hook::set_current(Some(Rc::new(CoroutinePark { fallback })));
+    let park = Rc::new(CoroutinePark {
+        fallback: hook::current(),
+        local: Cell::new(&local),
+    });
+    let previous = hook::set_current(Some(park.clone()));
     local.run(&parker);
     local.cancel_all();
     hook::set_current(previous);
+    park.local.set(std::ptr::null());
     CURRENT.with(|c| c.set(std::ptr::null()));
 }
