@@ -531,7 +531,11 @@ impl Local {
             self.drain_inbox();
             // Timers are checked when idle, and every 64 runs so a busy
             // executor does not starve a timed-out waiter.
-            if since_timers >= 64 || self.run_queue.borrow().0.is_empty() {
+            let mut next = None;
+            if since_timers < 64 {
+                next = self.run_queue.borrow_mut().0.pop_front();
+            }
+            if next.is_none() {
                 since_timers = 0;
                 self.fire_timers();
                 // A cancelling shutdown must not wait for a busy run queue
@@ -540,8 +544,8 @@ impl Local {
                 if self.shared.stop.load(Ordering::Acquire) == CANCEL {
                     return;
                 }
+                next = self.run_queue.borrow_mut().0.pop_front();
             }
-            let next = self.run_queue.borrow_mut().0.pop_front();
             if let Some(slot) = next {
                 self.run_task(slot);
                 since_timers += 1;
