@@ -136,6 +136,7 @@ impl Wake for TaskHeader {
         self.wake_by_ref();
     }
 
+    #[inline]
     fn wake_by_ref(self: &Arc<Self>) {
         if self.state.notify() {
             schedule(&self.home, self.slot);
