@@ -30,7 +30,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -146,11 +146,10 @@ impl Wake for TaskHeader {
 
 /// Puts a woken coroutine on its home run queue: directly if we are on the
 /// home executor thread (no lock, no allocation), else through its inbox.
-#[inline]
 fn schedule(home: &Arc<ExecutorShared>, slot: usize) {
     if let Some(local) = Local::current() {
         if std::ptr::eq(Arc::as_ptr(&local.shared), Arc::as_ptr(home)) {
-            local.run_queue.borrow_mut().push_back(slot);
+            local.run_queue.borrow_mut().0.push_back(slot);
             bump(&local.shared.counters.wakes, 1);
             return;
         }
@@ -172,69 +171,9 @@ struct Task {
     timer_seq: u64,
 }
 
-/// Ready coroutines, by slot, in FIFO order: a growable ring whose
-/// capacity is a power of two, so an index is a mask, not a wrap-around
-/// test.
+/// Ready coroutines, by slot, in FIFO order.
 #[derive(Default)]
-pub(crate) struct RunQueue {
-    /// The ring; its length (the capacity) is zero or a power of two.
-    buf: Box<[usize]>,
-    /// Position of the first queued slot (wrapping).
-    head: usize,
-    /// Position after the last queued slot (wrapping).
-    tail: usize,
-}
-
-impl RunQueue {
-    #[inline]
-    fn len(&self) -> usize {
-        self.tail.wrapping_sub(self.head)
-    }
-
-    #[inline]
-    fn push_back(&mut self, slot: usize) {
-        if self.len() == self.buf.len() {
-            self.grow();
-        }
-        let mask = self.buf.len() - 1;
-        self.buf[self.tail & mask] = slot;
-        self.tail = self.tail.wrapping_add(1);
-    }
-
-    #[inline]
-    fn pop_front(&mut self) -> Option<usize> {
-        if self.head == self.tail {
-            return None;
-        }
-        let mask = self.buf.len() - 1;
-        let slot = self.buf[self.head & mask];
-        self.head = self.head.wrapping_add(1);
-        Some(slot)
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn grow(&mut self) {
-        let len = self.len();
-        let mask = self.buf.len().wrapping_sub(1);
-        let mut buf = Vec::with_capacity((len * 2).max(16));
-        buf.extend((0..len).map(|i| self.buf[self.head.wrapping_add(i) & mask]));
-        buf.resize(buf.capacity().next_power_of_two(), 0);
-        self.buf = buf.into_boxed_slice();
-        self.head = 0;
-        self.tail = len;
-    }
-
-    fn extend(&mut self, slots: impl IntoIterator<Item = usize>) {
-        for slot in slots {
-            self.push_back(slot);
-        }
-    }
-
-    fn clear(&mut self) {
-        self.head = self.tail;
-    }
-}
+pub(crate) struct RunQueue(VecDeque<usize>);
 
 /// Every live coroutine of the executor, indexed by slot. Those neither
 /// running nor on the [`RunQueue`] are parked: this is the executor's wait
@@ -457,7 +396,7 @@ impl Local {
                 timer_seq: 0,
             }),
         );
-        self.run_queue.borrow_mut().push_back(slot);
+        self.run_queue.borrow_mut().0.push_back(slot);
         bump(&self.shared.counters.spawned, 1);
     }
 
@@ -479,7 +418,7 @@ impl Local {
         }
         if !spare.wakes.is_empty() {
             bump(&self.shared.counters.wakes, spare.wakes.len() as u64);
-            self.run_queue.borrow_mut().extend(spare.wakes.drain(..));
+            self.run_queue.borrow_mut().0.extend(spare.wakes.drain(..));
         }
         let mut jobs = std::mem::take(&mut spare.spawns);
         drop(spare);
@@ -517,7 +456,7 @@ impl Local {
                 Some(task) if task.timer_seq == seq => {
                     task.timer_seq = 0;
                     if task.header.state.expire() {
-                        self.run_queue.borrow_mut().push_back(slot);
+                        self.run_queue.borrow_mut().0.push_back(slot);
                         bump(&self.shared.counters.wakes, 1);
                     }
                 }
@@ -555,7 +494,7 @@ impl Local {
         self.running.set(std::ptr::null());
         match result {
             CoroutineResult::Yield(Suspend::Yield) => {
-                self.run_queue.borrow_mut().push_back(slot);
+                self.run_queue.borrow_mut().0.push_back(slot);
             }
             CoroutineResult::Yield(Suspend::Park(deadline)) => {
                 bump(&self.shared.counters.blocks, 1);
@@ -595,7 +534,7 @@ impl Local {
             // executor does not starve a timed-out waiter.
             let mut next = None;
             if since_timers < 64 {
-                next = self.run_queue.borrow_mut().pop_front();
+                next = self.run_queue.borrow_mut().0.pop_front();
             }
             if next.is_none() {
                 since_timers = 0;
@@ -606,7 +545,7 @@ impl Local {
                 if self.shared.stop.load(Ordering::Acquire) == CANCEL {
                     return;
                 }
-                next = self.run_queue.borrow_mut().pop_front();
+                next = self.run_queue.borrow_mut().0.pop_front();
             }
             if let Some(slot) = next {
                 self.run_task(slot);
@@ -667,7 +606,7 @@ impl Local {
             drop(task);
             self.finished_one();
         }
-        self.run_queue.borrow_mut().clear();
+        self.run_queue.borrow_mut().0.clear();
         self.cancelling.set(false);
     }
 }
@@ -787,40 +726,4 @@ pub(crate) fn run_executor(
     hook::set_current(previous);
     park.local.set(std::ptr::null());
     CURRENT.with(|c| c.set(std::ptr::null()));
-}
-
-#[cfg(test)]
-mod tests {
-    use super::RunQueue;
-    use std::collections::VecDeque;
-
-    #[test]
-    fn run_queue_is_fifo_across_wrap_and_growth() {
-        let mut q = RunQueue::default();
-        let mut model = VecDeque::new();
-        assert_eq!(q.pop_front(), None);
-        let mut next = 0;
-        // Interleave pushes and pops so head and tail wrap around the ring
-        // at several capacities, including a growth with wrapped contents.
-        for round in 0..200usize {
-            for _ in 0..(round % 7) + 1 {
-                q.push_back(next);
-                model.push_back(next);
-                next += 1;
-            }
-            for _ in 0..(round % 5) {
-                assert_eq!(q.pop_front(), model.pop_front());
-            }
-            assert_eq!(q.len(), model.len());
-        }
-        q.extend([1000, 1001]);
-        model.extend([1000, 1001]);
-        while let Some(slot) = model.pop_front() {
-            assert_eq!(q.pop_front(), Some(slot));
-        }
-        assert_eq!(q.pop_front(), None);
-        q.push_back(7);
-        q.clear();
-        assert_eq!(q.pop_front(), None);
-    }
 }
