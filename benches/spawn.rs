@@ -41,5 +41,11 @@ fn bench(c: &mut Criterion) {
     rt.shutdown();
 }
 
-criterion_group!(benches, bench);
+criterion_group! {
+    name = benches;
+    // No plots: drawing them costs about as much as a short benchmark, and
+    // the whole suite must finish in 15 minutes on 2 cores.
+    config = Criterion::default().without_plots();
+    targets = bench
+}
 criterion_main!(benches);

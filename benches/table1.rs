@@ -8,7 +8,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::{table1_iters, Crossbeam, May, Place, Swco, System, TABLE1_EXECUTORS, TABLE1_N};
+use common::{
+    bench_name, table1_iters, Crossbeam, May, Place, Swco, System, TABLE1_EXECUTORS, TABLE1_N,
+};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode};
 use swco::channel::{Cas, Updt};
 use swco::Runtime;
@@ -18,8 +20,7 @@ fn cells<S: System>(
     sys: &S,
     recv: bool,
 ) {
-    let [system, protocol, placement] = sys.label();
-    let name = format!("{system}-{protocol}-{placement}");
+    let name = bench_name(sys.label());
     for n in TABLE1_N {
         group.bench_with_input(BenchmarkId::new(&name, n), &n, |b, &n| {
             b.iter_custom(|iters| table1_iters(sys, n, iters, recv))
@@ -53,5 +54,11 @@ fn table1(c: &mut Criterion) {
     rt.shutdown();
 }
 
-criterion_group!(benches, table1);
+criterion_group! {
+    name = benches;
+    // No plots: drawing them costs about as much as a short benchmark, and
+    // the whole suite must finish in 15 minutes on 2 cores.
+    config = Criterion::default().without_plots();
+    targets = table1
+}
 criterion_main!(benches);

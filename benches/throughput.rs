@@ -11,13 +11,13 @@ mod common;
 
 use std::time::Duration;
 
-use common::{throughput, Crossbeam, May, Place, Swco, System};
+use common::{bench_name, throughput, Crossbeam, May, Place, Swco, System};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use swco::channel::{Cas, Updt};
 use swco::Runtime;
 
 fn cells<S: System>(c: &mut Criterion, sys: &S) {
-    let [system, protocol, placement] = sys.label();
+    let name = bench_name(sys.label());
     for capacity in [1usize, 16, 1024] {
         let mut g = c.benchmark_group(format!("throughput/cap{capacity}"));
         g.throughput(Throughput::Elements(1))
@@ -26,10 +26,7 @@ fn cells<S: System>(c: &mut Criterion, sys: &S) {
             .measurement_time(Duration::from_secs(1));
         for pairs in [1usize, 4, 16] {
             g.bench_with_input(
-                BenchmarkId::new(
-                    format!("{system}-{protocol}-{placement}"),
-                    format!("{pairs}p{pairs}c"),
-                ),
+                BenchmarkId::new(&name, format!("{pairs}p{pairs}c")),
                 &pairs,
                 |b, &pairs| b.iter_custom(|iters| throughput(sys, pairs, capacity, iters)),
             );
@@ -48,5 +45,11 @@ fn bench(c: &mut Criterion) {
     rt.shutdown();
 }
 
-criterion_group!(benches, bench);
+criterion_group! {
+    name = benches;
+    // No plots: drawing them costs about as much as a short benchmark, and
+    // the whole suite must finish in 15 minutes on 2 cores.
+    config = Criterion::default().without_plots();
+    targets = bench
+}
 criterion_main!(benches);

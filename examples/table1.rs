@@ -73,7 +73,7 @@ fn options() -> Options {
     };
     Options {
         quick,
-        reps: number("--reps", if quick { 3 } else { 11 }).max(1),
+        reps: number("--reps", if quick { 5 } else { 31 }).max(1),
         m: number("--m", if quick { 2_000 } else { 10_000 }).max(1),
         out: value("--out").map_or_else(
             || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/swco"),
@@ -168,6 +168,8 @@ fn main() {
                 recv_ns: pick(|s| s.recv_ns),
                 send_wall_ns: pick(|s| s.send_wall_ns),
                 recv_wall_ns: pick(|s| s.recv_wall_ns),
+                send_cpu_ns: pick(|s| s.send_cpu_ns),
+                recv_cpu_ns: pick(|s| s.recv_cpu_ns),
             };
             (k, s)
         })
@@ -254,6 +256,15 @@ fn report(opt: &Options, cores: usize, may_workers: usize, m: &Medians) -> Strin
     let _ = writeln!(o, "\nWall ns per message, whole phase / (n*m)");
     for key in ROWS {
         row(&mut o, key, |s| s.send_wall_ns, |s| s.recv_wall_ns);
+    }
+
+    let _ = writeln!(
+        o,
+        "\nOn-CPU ns per operation: CPU time of the worker's thread during its loop / m \
+         (the rest of the first table is time spent waiting for a core)"
+    );
+    for key in ROWS {
+        row(&mut o, key, |s| s.send_cpu_ns, |s| s.recv_cpu_ns);
     }
 
     let _ = writeln!(o, "\nRatios (per-operation figures)");
@@ -430,6 +441,9 @@ fn plot(path: &std::path::Path, m: &Medians) -> Result<(), Box<dyn std::error::E
             .configure_mesh()
             .x_desc("producers = consumers (n)")
             .y_desc("ns")
+            // The fine lines of a log mesh crowd into a grey band; the
+            // decades are enough.
+            .light_line_style(TRANSPARENT)
             .x_label_formatter(&|x| format!("{x:.0}"))
             .y_label_formatter(&|y| format!("{y:.0}"))
             .draw()?;
@@ -446,15 +460,18 @@ fn plot(path: &std::path::Path, m: &Medians) -> Result<(), Box<dyn std::error::E
                     PathElement::new([(x, y), (x + 16, y)], colour.stroke_width(2))
                 });
         }
-        for (label, values) in [
-            ("paper MPE (CAS)", paper[0]),
-            ("paper CPE (updt)", paper[1]),
+        let grey = RGBColor(140, 140, 140);
+        for (label, values, colour) in [
+            ("paper MPE (CAS)", paper[0], BLACK),
+            ("paper CPE (updt)", paper[1], grey),
         ] {
             let pts: Vec<(f64, f64)> = TABLE1_N.iter().map(|&n| n as f64).zip(values).collect();
             chart
-                .draw_series(DashedLineSeries::new(pts, 6, 4, BLACK.stroke_width(1)))?
+                .draw_series(DashedLineSeries::new(pts, 6, 4, colour.stroke_width(2)))?
                 .label(label)
-                .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], BLACK));
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 16, y)], colour.stroke_width(2))
+                });
         }
         chart
             .configure_series_labels()

@@ -55,7 +55,38 @@ pub fn seed_of(seed: u64, i: usize) -> u64 {
 pub struct Span {
     pub start: Instant,
     pub end: Instant,
+    /// CPU time the worker's OS thread used during the loop: `end - start`
+    /// minus the time that thread was runnable but waiting for a core.
+    pub cpu: Duration,
     pub sum: u64,
+}
+
+/// CPU time used so far by the calling OS thread (a coroutine's executor or
+/// worker thread: the loops timed here never yield, so they stay on it).
+/// Zero where the clock is unavailable.
+pub fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the call's duration,
+    // and CLOCK_THREAD_CPUTIME_ID needs nothing else.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// A benchmark name for a [`System::label`]: its parts joined by `-`,
+/// leaving out the `-` placeholder (`swco-cas-packed`, `crossbeam-threads`).
+pub fn bench_name(label: [&str; 3]) -> String {
+    label
+        .iter()
+        .filter(|p| **p != "-")
+        .copied()
+        .collect::<Vec<_>>()
+        .join("-")
 }
 
 /// How a system moves `u64`s and runs workers. One implementation per
@@ -292,19 +323,29 @@ pub struct Sample {
     pub send_wall_ns: f64,
     /// (last consumer's end - first consumer's start) / (n * m).
     pub recv_wall_ns: f64,
+    /// Mean over producers of (CPU time of its thread during its loop / m):
+    /// what `send_ns` would be if no producer ever waited for a core.
+    pub send_cpu_ns: f64,
+    /// Likewise for consumers.
+    pub recv_cpu_ns: f64,
 }
 
-/// Mean per-worker ns per op, and wall ns per op, of one phase.
-fn phase_ns(spans: &[Span], m: usize) -> (f64, f64) {
-    let per: f64 = spans
-        .iter()
-        .map(|s| (s.end - s.start).as_nanos() as f64 / m as f64)
-        .sum::<f64>()
-        / spans.len() as f64;
+/// Mean per-worker ns per op, wall ns per op, and mean per-worker on-CPU ns
+/// per op, of one phase.
+fn phase_ns(spans: &[Span], m: usize) -> (f64, f64, f64) {
+    let mean = |f: &dyn Fn(&Span) -> Duration| {
+        spans
+            .iter()
+            .map(|s| f(s).as_nanos() as f64 / m as f64)
+            .sum::<f64>()
+            / spans.len() as f64
+    };
+    let per = mean(&|s| s.end - s.start);
+    let cpu = mean(&|s| s.cpu);
     let first = spans.iter().map(|s| s.start).min().unwrap();
     let last = spans.iter().map(|s| s.end).max().unwrap();
     let wall = (last - first).as_nanos() as f64 / (spans.len() * m) as f64;
-    (per, wall)
+    (per, wall, cpu)
 }
 
 /// Runs `n` workers of `sys`, each running `body(i)` after the start gate
@@ -342,6 +383,7 @@ pub fn table1_cell<S: System>(sys: &S, n: usize, m: usize, seed: u64) -> Sample 
         Box::new(move || {
             let mut x = seed_of(seed, i);
             let mut sum = 0u64;
+            let cpu = thread_cpu_time();
             let start = Instant::now();
             for _ in 0..m {
                 x = xorshift(x);
@@ -349,20 +391,33 @@ pub fn table1_cell<S: System>(sys: &S, n: usize, m: usize, seed: u64) -> Sample 
                 sum = sum.wrapping_add(x);
             }
             let end = Instant::now();
-            Span { start, end, sum }
+            let cpu = thread_cpu_time().saturating_sub(cpu);
+            Span {
+                start,
+                end,
+                cpu,
+                sum,
+            }
         })
     });
     let received = phase(sys, n, |_| {
         let rx = rx.clone();
         Box::new(move || {
             let mut sum = 0u64;
+            let cpu = thread_cpu_time();
             let start = Instant::now();
             for _ in 0..m {
                 let v = S::recv(&rx).expect("the channel holds every message");
                 sum = sum.wrapping_add(v);
             }
             let end = Instant::now();
-            Span { start, end, sum }
+            let cpu = thread_cpu_time().saturating_sub(cpu);
+            Span {
+                start,
+                end,
+                cpu,
+                sum,
+            }
         })
     });
     let total = |spans: &[Span]| spans.iter().fold(0u64, |a, s| a.wrapping_add(s.sum));
@@ -372,13 +427,15 @@ pub fn table1_cell<S: System>(sys: &S, n: usize, m: usize, seed: u64) -> Sample 
         "{:?}: messages lost or invented",
         sys.label()
     );
-    let (send_ns, send_wall_ns) = phase_ns(&sent, m);
-    let (recv_ns, recv_wall_ns) = phase_ns(&received, m);
+    let (send_ns, send_wall_ns, send_cpu_ns) = phase_ns(&sent, m);
+    let (recv_ns, recv_wall_ns, recv_cpu_ns) = phase_ns(&received, m);
     Sample {
         send_ns,
         recv_ns,
         send_wall_ns,
         recv_wall_ns,
+        send_cpu_ns,
+        recv_cpu_ns,
     }
 }
 
