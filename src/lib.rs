@@ -45,3 +45,8 @@ pub mod prelude {
     pub use crate::channel::{self, mpmc, mpsc, spmc, spsc, Cas, Updt};
     pub use crate::{current_cpe, spawn, yield_now, JoinHandle, Runtime};
 }
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
