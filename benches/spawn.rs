@@ -1,12 +1,17 @@
-//! Spawning: 100 000 trivial coroutines spawned and joined from an OS
-//! thread (at most 10 000 outstanding, see `common::spawn_join`), and the
-//! 10 000-coroutine daisy chain (spawn, one blocking hand-off each, join),
-//! against may.
+//! Spawning: 100 000 trivial coroutines spawned and joined (at most 10 000
+//! outstanding, see `common::spawn_join`), from an OS thread and from inside
+//! a coroutine, and the 10 000-coroutine daisy chain (spawn, one blocking
+//! hand-off each, join), against may.
+//!
+//! From an OS thread, a spawn onto an idle (parked) executor costs a futex
+//! wake; from inside a coroutine, the spawner's own executor is awake, so
+//! the two variants separate the runtime's own cost from the OS's.
 
 #[path = "common/mod.rs"]
 mod common;
 
-use std::time::Duration;
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
 use common::{chain, spawn_join, May, Place, Swco};
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -15,6 +20,51 @@ use swco::Runtime;
 
 /// Coroutines spawned and not yet joined, at most.
 const WINDOW: usize = 10_000;
+
+const COUNT: usize = 100_000;
+
+/// [`spawn_join`] from inside a swco coroutine, with `swco::spawn` (placed
+/// round-robin over the executors); joins suspend only the spawner.
+fn swco_inside(rt: &Runtime) -> Duration {
+    rt.spawn(|| {
+        let start = Instant::now();
+        let mut live = VecDeque::with_capacity(WINDOW + 1);
+        for i in 0..COUNT {
+            live.push_back((i, swco::spawn(move || i)));
+            if live.len() > WINDOW {
+                let (i, h) = live.pop_front().unwrap();
+                assert_eq!(h.join().unwrap(), i);
+            }
+        }
+        for (i, h) in live {
+            assert_eq!(h.join().unwrap(), i);
+        }
+        start.elapsed()
+    })
+    .join()
+    .expect("the spawner finished")
+}
+
+/// The same from inside a may coroutine.
+fn may_inside() -> Duration {
+    May::spawn(0, || {
+        let start = Instant::now();
+        let mut live = VecDeque::with_capacity(WINDOW + 1);
+        for i in 0..COUNT {
+            live.push_back((i, May::spawn(i, move || i)));
+            if live.len() > WINDOW {
+                let (i, h) = live.pop_front().unwrap();
+                assert_eq!(h.join().unwrap(), i);
+            }
+        }
+        for (i, h) in live {
+            assert_eq!(h.join().unwrap(), i);
+        }
+        start.elapsed()
+    })
+    .join()
+    .expect("the spawner finished")
+}
 
 fn bench(c: &mut Criterion) {
     May::configure();
@@ -26,10 +76,16 @@ fn bench(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(3));
     let rounds = |iters: u64, f: &dyn Fn() -> Duration| (0..iters).map(|_| f()).sum::<Duration>();
     g.bench_function("join-100000/swco", |b| {
-        b.iter_custom(|i| rounds(i, &|| spawn_join(&swco, 100_000, WINDOW)))
+        b.iter_custom(|i| rounds(i, &|| spawn_join(&swco, COUNT, WINDOW)))
     });
     g.bench_function("join-100000/may", |b| {
-        b.iter_custom(|i| rounds(i, &|| spawn_join(&May, 100_000, WINDOW)))
+        b.iter_custom(|i| rounds(i, &|| spawn_join(&May, COUNT, WINDOW)))
+    });
+    g.bench_function("join-100000-inside/swco", |b| {
+        b.iter_custom(|i| rounds(i, &|| swco_inside(&rt)))
+    });
+    g.bench_function("join-100000-inside/may", |b| {
+        b.iter_custom(|i| rounds(i, &|| may_inside()))
     });
     g.bench_function("chain-10000/swco", |b| {
         b.iter_custom(|i| rounds(i, &|| chain(&swco, 10_000)))

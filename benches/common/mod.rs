@@ -94,8 +94,6 @@ pub fn bench_name(label: [&str; 3]) -> String {
 pub trait System {
     type Tx: Clone + Send + 'static;
     type Rx: Clone + Send + 'static;
-    /// The waiting side of a start gate.
-    type Gate: Clone + Send + 'static;
 
     /// `system,protocol,placement` as written to the CSV.
     fn label(&self) -> [&'static str; 3];
@@ -114,12 +112,6 @@ pub trait System {
     where
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static;
-
-    /// A start gate: workers [`wait`](System::wait) on the second half until
-    /// the first is called. Built from the system's own channel, so a waiting
-    /// coroutine is suspended (not spinning) and a waiting thread parks.
-    fn gate(&self) -> (Box<dyn FnOnce()>, Self::Gate);
-    fn wait(gate: &Self::Gate);
 }
 
 /// Where swco coroutine `i` goes.
@@ -154,7 +146,6 @@ impl<'a, P> Swco<'a, P> {
 impl<P: Protocol> System for Swco<'_, P> {
     type Tx = mpmc::Sender<u64, P>;
     type Rx = mpmc::Receiver<u64, P>;
-    type Gate = mpmc::Receiver<(), P>;
 
     fn label(&self) -> [&'static str; 3] {
         let place = match self.place {
@@ -190,14 +181,6 @@ impl<P: Protocol> System for Swco<'_, P> {
         };
         Box::new(move || h.join().expect("coroutine finished"))
     }
-    fn gate(&self) -> (Box<dyn FnOnce()>, Self::Gate) {
-        let (tx, rx) = mpmc::bounded_with::<(), P>(1);
-        (Box::new(move || drop(tx)), rx)
-    }
-    fn wait(gate: &Self::Gate) {
-        // Disconnected once the opener drops the sender.
-        let _ = gate.recv();
-    }
 }
 
 /// crossbeam-channel `bounded` between OS threads.
@@ -206,7 +189,6 @@ pub struct Crossbeam;
 impl System for Crossbeam {
     type Tx = crossbeam_channel::Sender<u64>;
     type Rx = crossbeam_channel::Receiver<u64>;
-    type Gate = crossbeam_channel::Receiver<()>;
 
     fn label(&self) -> [&'static str; 3] {
         ["crossbeam", "-", "threads"]
@@ -229,13 +211,6 @@ impl System for Crossbeam {
     {
         let h = std::thread::spawn(f);
         Box::new(move || h.join().expect("thread finished"))
-    }
-    fn gate(&self) -> (Box<dyn FnOnce()>, Self::Gate) {
-        let (tx, rx) = crossbeam_channel::bounded::<()>(1);
-        (Box::new(move || drop(tx)), rx)
-    }
-    fn wait(gate: &Self::Gate) {
-        let _ = gate.recv();
     }
 }
 
@@ -278,7 +253,6 @@ impl May {
 impl System for May {
     type Tx = may::sync::mpmc::Sender<u64>;
     type Rx = may::sync::mpmc::Receiver<u64>;
-    type Gate = may::sync::mpmc::Receiver<()>;
 
     fn label(&self) -> [&'static str; 3] {
         // Several workers, coroutine i queued on worker i mod workers.
@@ -302,13 +276,6 @@ impl System for May {
     {
         let h = May::spawn(i, f);
         Box::new(move || h.join().expect("may coroutine finished"))
-    }
-    fn gate(&self) -> (Box<dyn FnOnce()>, Self::Gate) {
-        let (tx, rx) = may::sync::mpmc::channel::<()>();
-        (Box::new(move || drop(tx)), rx)
-    }
-    fn wait(gate: &Self::Gate) {
-        let _ = gate.recv();
     }
 }
 
@@ -346,6 +313,25 @@ fn phase_ns(spans: &[Span], m: usize) -> (f64, f64, f64) {
     let last = spans.iter().map(|s| s.end).max().unwrap();
     let wall = (last - first).as_nanos() as f64 / (spans.len() * m) as f64;
     (per, wall, cpu)
+<<<<<<< Updated upstream
+=======
+}
+
+/// A start gate for `waiters` workers, made of the system's own channel so
+/// a waiting coroutine is suspended (not spinning) and a waiting thread
+/// parks: each waiter takes one token, and opening sends them all. (Not a
+/// disconnect: may's `mpmc` wakes only one blocked receiver when the last
+/// sender goes, so several waiting on a disconnect can hang.)
+fn gate<S: System>(sys: &S, waiters: usize) -> (impl FnOnce(), S::Rx) {
+    let (tx, rx) = sys.channel(waiters.max(1));
+    let open = move || (0..waiters).for_each(|_| S::send(&tx, 0));
+    (open, rx)
+}
+
+/// Waits at a [`gate`].
+fn wait<S: System>(gate: &S::Rx) {
+    S::recv(gate).expect("the gate opens");
+>>>>>>> Stashed changes
 }
 
 /// Runs `n` workers of `sys`, each running `body(i)` after the start gate
@@ -356,13 +342,13 @@ where
     S: System,
     B: Fn(usize) -> Box<dyn FnOnce() -> Span + Send> + Copy,
 {
-    let (open, gate) = sys.gate();
+    let (open, gate) = gate(sys, n);
     let joins: Vec<_> = (0..n)
         .map(|i| {
             let gate = gate.clone();
             let work = body(i);
             sys.start(i, move || {
-                S::wait(&gate);
+                wait::<S>(&gate);
                 work()
             })
         })
@@ -448,12 +434,12 @@ pub fn table1_cell<S: System>(sys: &S, n: usize, m: usize, seed: u64) -> Sample 
 pub fn throughput<S: System>(sys: &S, pairs: usize, capacity: usize, messages: u64) -> Duration {
     let per = messages.div_ceil(pairs as u64).max(1);
     let (tx, rx) = sys.channel(capacity);
-    let (open, gate) = sys.gate();
+    let (open, gate) = gate(sys, 2 * pairs);
     let mut joins = Vec::with_capacity(2 * pairs);
     for i in 0..pairs {
         let (ptx, pgate) = (tx.clone(), gate.clone());
         joins.push(sys.start(2 * i, move || {
-            S::wait(&pgate);
+            wait::<S>(&pgate);
             let mut x = seed_of(7, i);
             let mut sum = 0u64;
             for _ in 0..per {
@@ -465,15 +451,16 @@ pub fn throughput<S: System>(sys: &S, pairs: usize, capacity: usize, messages: u
         }));
         let (crx, cgate) = (rx.clone(), gate.clone());
         joins.push(sys.start(2 * i + 1, move || {
-            S::wait(&cgate);
+            wait::<S>(&cgate);
             let mut sum = 0u64;
-            while let Some(v) = S::recv(&crx) {
-                sum = sum.wrapping_add(v);
+            for _ in 0..per {
+                sum = sum.wrapping_add(S::recv(&crx).expect("a message"));
             }
             sum
         }));
     }
-    // Consumers stop when the last producer's sender is gone.
+    // Each consumer takes `per` messages, so the total matches and no one
+    // depends on being woken by a disconnect.
     drop((tx, rx, gate));
     let start = Instant::now();
     open();
@@ -527,7 +514,8 @@ pub fn pingpong<S: System>(sys: &S, iters: u64) -> Duration {
     let (ping_tx, ping_rx) = sys.channel(1);
     let (pong_tx, pong_rx) = sys.channel(1);
     let echo = sys.start(1, move || {
-        while let Some(v) = S::recv(&ping_rx) {
+        for _ in 0..iters {
+            let v = S::recv(&ping_rx).expect("a ping");
             S::send(&pong_tx, v);
         }
     });
@@ -538,7 +526,6 @@ pub fn pingpong<S: System>(sys: &S, iters: u64) -> Duration {
             assert_eq!(S::recv(&pong_rx), Some(i));
         }
         start.elapsed()
-        // Dropping `ping_tx` here ends the echo loop.
     });
     let elapsed = pinger();
     echo();
@@ -551,7 +538,8 @@ pub fn pingpong_from_thread<S: System>(sys: &S, iters: u64) -> Duration {
     let (ping_tx, ping_rx) = sys.channel(1);
     let (pong_tx, pong_rx) = sys.channel(1);
     let echo = sys.start(0, move || {
-        while let Some(v) = S::recv(&ping_rx) {
+        for _ in 0..iters {
+            let v = S::recv(&ping_rx).expect("a ping");
             S::send(&pong_tx, v);
         }
     });
@@ -561,7 +549,6 @@ pub fn pingpong_from_thread<S: System>(sys: &S, iters: u64) -> Duration {
         assert_eq!(S::recv(&pong_rx), Some(i));
     }
     let elapsed = start.elapsed();
-    drop(ping_tx);
     echo();
     elapsed
 }
