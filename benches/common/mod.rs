@@ -313,8 +313,6 @@ fn phase_ns(spans: &[Span], m: usize) -> (f64, f64, f64) {
     let last = spans.iter().map(|s| s.end).max().unwrap();
     let wall = (last - first).as_nanos() as f64 / (spans.len() * m) as f64;
     (per, wall, cpu)
-<<<<<<< Updated upstream
-=======
 }
 
 /// A start gate for `waiters` workers, made of the system's own channel so
@@ -331,7 +329,6 @@ fn gate<S: System>(sys: &S, waiters: usize) -> (impl FnOnce(), S::Rx) {
 /// Waits at a [`gate`].
 fn wait<S: System>(gate: &S::Rx) {
     S::recv(gate).expect("the gate opens");
->>>>>>> Stashed changes
 }
 
 /// Runs `n` workers of `sys`, each running `body(i)` after the start gate
