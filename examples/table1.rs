@@ -318,15 +318,24 @@ fn report(opt: &Options, cores: usize, may_workers: usize, m: &Medians) -> Strin
         ratio(&mut o, &format!("{} / may", name(*key)), ours(*key), may);
     }
 
-    let _ = writeln!(o, "\nGrowth from n=1 to n=32 (send, recv)");
+    let _ = writeln!(
+        o,
+        "\nGrowth from n=1 to n=32 (send, recv; then the same for on-CPU ns and wall ns)"
+    );
     for key in ROWS {
         let v = ours(key);
+        let at = |n: usize| get(m, key, n);
+        let (a, b) = (at(TABLE1_N[0]), at(TABLE1_N[2]));
         let _ = writeln!(
             o,
-            "{:<w$} {:>8.1}x {:>8.1}x",
+            "{:<w$} {:>8.1}x {:>8.1}x   on-CPU {:>6.1}x {:>6.1}x   wall {:>6.1}x {:>6.1}x",
             name(key),
             v[2] / v[0],
-            v[5] / v[3]
+            v[5] / v[3],
+            b.send_cpu_ns / a.send_cpu_ns,
+            b.recv_cpu_ns / a.recv_cpu_ns,
+            b.send_wall_ns / a.send_wall_ns,
+            b.recv_wall_ns / a.recv_wall_ns
         );
     }
     let _ = writeln!(
