@@ -53,12 +53,20 @@ where
 
 fn swco_pass<P: Protocol>(messages: u64, capacity: usize) -> Duration {
     let (tx, rx) = mpmc::bounded_with::<u64, P>(capacity);
-    pass(messages, move |v| tx.send(v).unwrap(), move || rx.recv().ok())
+    pass(
+        messages,
+        move |v| tx.send(v).unwrap(),
+        move || rx.recv().ok(),
+    )
 }
 
 fn crossbeam_pass(messages: u64, capacity: usize) -> Duration {
     let (tx, rx) = crossbeam_channel::bounded::<u64>(capacity);
-    pass(messages, move |v| tx.send(v).unwrap(), move || rx.recv().ok())
+    pass(
+        messages,
+        move |v| tx.send(v).unwrap(),
+        move || rx.recv().ok(),
+    )
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
