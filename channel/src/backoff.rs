@@ -31,6 +31,13 @@ impl Backoff {
     /// progress, so a short spin is enough.
     #[inline]
     pub(crate) fn spin(&mut self) {
+        if cfg!(loom) {
+            // Under loom each yield is a scheduling point the model checker
+            // branches on, and one yield already lets every other thread run
+            // first: more per retry only multiplies the interleavings.
+            spin_hint();
+            return;
+        }
         for _ in 0..1u32 << self.step.min(SPIN_LIMIT) {
             spin_hint();
         }
@@ -44,7 +51,10 @@ impl Backoff {
     /// since on a small machine the peer may need our core to finish.
     #[inline]
     pub(crate) fn snooze(&mut self) {
-        if self.step <= SPIN_LIMIT {
+        if cfg!(loom) {
+            // One yield per retry under loom, as in `spin`.
+            yield_thread();
+        } else if self.step <= SPIN_LIMIT {
             for _ in 0..1u32 << self.step {
                 spin_hint();
             }

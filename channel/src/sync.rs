@@ -32,31 +32,39 @@ mod imp {
         loom::thread::yield_now();
     }
 
-    /// A per-thread token parker (loom's thread park/unpark).
+    /// A per-thread token parker: a `loom::sync::Notify` per parking thread.
+    ///
+    /// Not loom's `thread::park`/`Thread::unpark`: loom's `unpark` releases
+    /// the target from *whatever* it is blocked on (a `join`, a loom
+    /// `Mutex`), where `std`'s only leaves a token for the next `park`. The
+    /// channel may deliver a late wake (a waiter that already returned), and
+    /// under loom that woke threads blocked in `join`, tripping loom's own
+    /// assertions. A `Notify` holds exactly one token, like `std`'s parker,
+    /// and may wake spuriously once, which `park`'s contract allows.
     pub struct Parker {
-        thread: loom::thread::Thread,
+        notify: std::sync::Arc<loom::sync::Notify>,
     }
 
     /// Wakes the [`Parker`] it came from.
     #[derive(Clone)]
     pub struct Unparker {
-        thread: loom::thread::Thread,
+        notify: std::sync::Arc<loom::sync::Notify>,
     }
 
     impl Parker {
         pub fn new() -> Self {
             Parker {
-                thread: loom::thread::current(),
+                notify: std::sync::Arc::new(loom::sync::Notify::new()),
             }
         }
         pub fn unparker(&self) -> Unparker {
             Unparker {
-                thread: self.thread.clone(),
+                notify: self.notify.clone(),
             }
         }
         /// Loom has no clock: a deadline is treated as "no deadline".
         pub fn park(&self, _deadline: Option<std::time::Instant>) {
-            loom::thread::park();
+            self.notify.wait();
         }
     }
 
@@ -68,7 +76,7 @@ mod imp {
 
     impl Unparker {
         pub fn unpark(&self) {
-            self.thread.unpark();
+            self.notify.notify();
         }
     }
 }

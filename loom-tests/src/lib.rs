@@ -1,0 +1,21 @@
+//! Loom model checking of the swco channel protocols.
+//!
+//! This crate has no library code: its models live in `tests/` and compile
+//! only under `--cfg loom`, so that a plain `cargo test --workspace` skips
+//! them. Run them with
+//!
+//! ```sh
+//! RUSTFLAGS="--cfg loom" cargo test -p swco-loom-tests --release
+//! ```
+//!
+//! * `tests/data_path.rs` — exactly once, FIFO per producer, capacity, no
+//!   read of an unpublished slot;
+//! * `tests/blocking.rs` — blocked senders and receivers are woken, no lost
+//!   wake-up;
+//! * `tests/disconnect.rs` — the last endpoint's drop wakes the other side;
+//! * `tests/updt_claim.rs` — the add-only claim is a mutual exclusion;
+//! * `tests/paper.rs` — the seed paper's Figures 5 and 6 as printed, and the
+//!   counterexamples loom finds in them.
+//!
+//! See the "Model checking" section of the workspace README for the table of
+//! models, their preemption bounds and the suite's wall time.
