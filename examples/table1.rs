@@ -61,9 +61,11 @@ fn options() -> Options {
             .map(|i| args.get(i + 1).unwrap_or_else(|| usage(name)).clone())
     };
     for a in &args {
-        if a.starts_with("--")
-            && !["--quick", "--reps", "--m", "--out", "--bench"].contains(&a.as_str())
-        {
+        if a == "--help" || a == "-h" {
+            println!("{USAGE}");
+            std::process::exit(0);
+        }
+        if a.starts_with("--") && !["--quick", "--reps", "--m", "--out"].contains(&a.as_str()) {
             usage(a);
         }
     }
@@ -82,9 +84,15 @@ fn options() -> Options {
     }
 }
 
+const USAGE: &str = "usage: table1 [--quick] [--reps R] [--m M] [--out DIR]
+  --quick    5 runs per cell, m = 2000 (what CI runs)
+  --reps R   runs per cell; each figure is the median (default 31)
+  --m M      messages per producer and per consumer (default 10000)
+  --out DIR  where table1.csv and table1.svg go (default <workspace>/target/swco)";
+
 fn usage(bad: &str) -> ! {
     eprintln!("table1: bad argument {bad}");
-    eprintln!("usage: table1 [--quick] [--reps R] [--m M] [--out DIR]");
+    eprintln!("{USAGE}");
     std::process::exit(2)
 }
 
