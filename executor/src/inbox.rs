@@ -15,7 +15,7 @@
 //!
 //! The module only uses [`swco_channel::sync`], so it compiles under
 //! `--cfg loom` and the no-sleeping-through-a-hand-off property is
-//! model-checked (see `tests/loom.rs`).
+//! model-checked (see `loom-tests/tests/executor.rs`).
 
 use swco_channel::sync::{AtomicBool, Mutex, Ordering, Unparker};
 

@@ -2,7 +2,9 @@
 //! wake state, the inbox hand-off to a parking executor, and the join-handle
 //! hand-off.
 //!
-//! `RUSTFLAGS="--cfg loom" cargo test -p swco-executor --release --test loom`
+//! Loom threads stand in for executors and wakers.
+//!
+//! `RUSTFLAGS="--cfg loom" cargo test -p swco-loom-tests --release --test executor`
 #![cfg(loom)]
 
 use loom::sync::atomic::{AtomicUsize, Ordering};
@@ -15,7 +17,7 @@ use swco_executor::model::{Inbox, InboxQueue, JoinSlot, WakeState};
 /// is cancelled (the wake was remembered) or the waker schedules the parked
 /// coroutine, exactly once.
 #[test]
-fn wake_racing_with_park_is_not_lost() {
+fn executor_wake_racing_with_park_is_not_lost() {
     loom::model(|| {
         let state = Arc::new(WakeState::new());
         let scheduled = Arc::new(AtomicUsize::new(0));
@@ -36,7 +38,7 @@ fn wake_racing_with_park_is_not_lost() {
 /// Two wakers and the deadline timer race for one parked coroutine: exactly
 /// one of them schedules it.
 #[test]
-fn parked_coroutine_is_scheduled_exactly_once() {
+fn executor_parked_coroutine_is_scheduled_exactly_once() {
     loom::model(|| {
         let state = Arc::new(WakeState::new());
         assert!(state.prepare_park());
@@ -64,7 +66,7 @@ fn parked_coroutine_is_scheduled_exactly_once() {
 /// A joiner on one thread gets the value a completer on another thread
 /// stores, whichever runs first.
 #[test]
-fn join_receives_the_result() {
+fn executor_join_receives_the_result() {
     loom::model(|| {
         let (completer, handle) = JoinSlot::<u32>::pair();
         let producer = thread::spawn(move || completer.complete(Ok(7)));
@@ -76,7 +78,7 @@ fn join_receives_the_result() {
 /// A completer dropped without a result (cancelled coroutine) still releases
 /// the joiner.
 #[test]
-fn dropped_completer_cancels_the_join() {
+fn executor_dropped_completer_cancels_the_join() {
     loom::model(|| {
         let (completer, handle) = JoinSlot::<u32>::pair();
         let producer = thread::spawn(move || drop(completer));
@@ -107,7 +109,7 @@ fn executor_until(inbox: &Inbox<()>, parker: &Parker, want: usize) -> Vec<usize>
 /// A wake pushed from another thread while the executor is deciding to
 /// sleep is never slept through.
 #[test]
-fn inbox_hand_off_is_never_slept_through() {
+fn executor_inbox_hand_off_is_never_slept_through() {
     loom::model(|| {
         let parker = Parker::new();
         let inbox = Arc::new(Inbox::<()>::new(parker.unparker()));
@@ -123,7 +125,7 @@ fn inbox_hand_off_is_never_slept_through() {
 /// Two pushers: only the first flip of `pending` unparks, and the executor
 /// still collects both.
 #[test]
-fn inbox_two_pushers_both_delivered() {
+fn executor_inbox_two_pushers_both_delivered() {
     loom::model(|| {
         let parker = Parker::new();
         let inbox = Arc::new(Inbox::<()>::new(parker.unparker()));
