@@ -30,7 +30,8 @@ use crossbeam_utils::CachePadded;
 use crate::backoff::Backoff;
 use crate::claim::Cursor;
 use crate::error::{RecvTimeoutError, SendTimeoutError, TryRecvError, TrySendError};
-use crate::hook;
+use crate::hook::{self, Park};
+use crate::lock::RawLock;
 use crate::ring::{Ring, Turn};
 use crate::sync::{fence, Ordering};
 use crate::updt::UpdtCell;
@@ -174,12 +175,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
             if spin && !backoff.is_completed() {
                 backoff.snooze();
             } else {
-                let key = self.senders.register(park.waker());
-                fence(Ordering::SeqCst);
-                if self.still_full() {
-                    park.park(deadline);
-                }
-                self.senders.unregister(key);
+                wait_on(&self.senders, &*park, deadline, || self.still_full());
             }
             match self.try_send(msg) {
                 Ok(()) => return Ok(()),
@@ -253,12 +249,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
             if spin && !backoff.is_completed() {
                 backoff.snooze();
             } else {
-                let key = self.receivers.register(park.waker());
-                fence(Ordering::SeqCst);
-                if self.still_empty() {
-                    park.park(deadline);
-                }
-                self.receivers.unregister(key);
+                wait_on(&self.receivers, &*park, deadline, || self.still_empty());
             }
             match self.try_recv() {
                 Ok(msg) => return Ok(msg),
@@ -301,4 +292,22 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     pub(crate) fn is_disconnected(&self) -> bool {
         self.senders_gone() || self.receivers_gone()
     }
+}
+
+/// Blocks once, without losing a wake-up (invariant 3): registers on `list`,
+/// fences, and parks only if `still_blocked` says the peer has not made
+/// progress in between. Returns after a wake, a timeout or a spurious
+/// return; the caller retries its operation either way.
+fn wait_on<L: RawLock>(
+    list: &WaitList<L>,
+    park: &dyn Park,
+    deadline: Option<Instant>,
+    still_blocked: impl FnOnce() -> bool,
+) {
+    let key = list.register(park.waker());
+    fence(Ordering::SeqCst);
+    if still_blocked() {
+        park.park(deadline);
+    }
+    list.unregister(key);
 }
