@@ -10,10 +10,9 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use std::collections::VecDeque;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{chain, spawn_join, May, Place, Swco};
+use common::{chain, spawn_join, spawn_window, May, Place, Swco};
 use criterion::{criterion_group, criterion_main, Criterion};
 use swco::channel::Cas;
 use swco::Runtime;
@@ -27,19 +26,10 @@ const COUNT: usize = 100_000;
 /// round-robin over the executors); joins suspend only the spawner.
 fn swco_inside(rt: &Runtime) -> Duration {
     rt.spawn(|| {
-        let start = Instant::now();
-        let mut live = VecDeque::with_capacity(WINDOW + 1);
-        for i in 0..COUNT {
-            live.push_back((i, swco::spawn(move || i)));
-            if live.len() > WINDOW {
-                let (i, h) = live.pop_front().unwrap();
-                assert_eq!(h.join().unwrap(), i);
-            }
-        }
-        for (i, h) in live {
-            assert_eq!(h.join().unwrap(), i);
-        }
-        start.elapsed()
+        spawn_window(COUNT, WINDOW, |i| {
+            let h = swco::spawn(move || i);
+            move || h.join().unwrap()
+        })
     })
     .join()
     .expect("the spawner finished")
@@ -48,19 +38,10 @@ fn swco_inside(rt: &Runtime) -> Duration {
 /// The same from inside a may coroutine.
 fn may_inside() -> Duration {
     May::spawn(0, || {
-        let start = Instant::now();
-        let mut live = VecDeque::with_capacity(WINDOW + 1);
-        for i in 0..COUNT {
-            live.push_back((i, May::spawn(i, move || i)));
-            if live.len() > WINDOW {
-                let (i, h) = live.pop_front().unwrap();
-                assert_eq!(h.join().unwrap(), i);
-            }
-        }
-        for (i, h) in live {
-            assert_eq!(h.join().unwrap(), i);
-        }
-        start.elapsed()
+        spawn_window(COUNT, WINDOW, |i| {
+            let h = May::spawn(i, move || i);
+            move || h.join().unwrap()
+        })
     })
     .join()
     .expect("the spawner finished")
@@ -99,9 +80,7 @@ fn bench(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    // No plots: drawing them costs about as much as a short benchmark, and
-    // the whole suite must finish in 15 minutes on 2 cores.
-    config = Criterion::default().without_plots();
+    config = common::criterion_config();
     targets = bench
 }
 criterion_main!(benches);

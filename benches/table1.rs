@@ -56,9 +56,7 @@ fn table1(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    // No plots: drawing them costs about as much as a short benchmark, and
-    // the whole suite must finish in 15 minutes on 2 cores.
-    config = Criterion::default().without_plots();
+    config = common::criterion_config();
     targets = table1
 }
 criterion_main!(benches);

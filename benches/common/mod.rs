@@ -559,10 +559,23 @@ pub fn pingpong_from_thread<S: System>(sys: &S, iters: u64) -> Duration {
 /// and Linux's default `vm.max_map_count` (65 530) then caps the live ones
 /// at about 32 000; 100 000 spawned at once fail to map.
 pub fn spawn_join<S: System>(sys: &S, count: usize, window: usize) -> Duration {
+    spawn_window(count, window, |i| sys.start(i, move || i))
+}
+
+/// Spawns `count` workers with `spawn(i)` (each returns `i` through the
+/// join function `spawn` hands back), joining worker `i` once worker
+/// `i + window` is spawned, and checks every result; returns the elapsed
+/// time. The loop behind [`spawn_join`] and the benches' spawn-from-inside
+/// variants.
+pub fn spawn_window<J: FnOnce() -> usize>(
+    count: usize,
+    window: usize,
+    mut spawn: impl FnMut(usize) -> J,
+) -> Duration {
     let start = Instant::now();
     let mut live = std::collections::VecDeque::with_capacity(window + 1);
     for i in 0..count {
-        live.push_back((i, sys.start(i, move || i)));
+        live.push_back((i, spawn(i)));
         if live.len() > window {
             let (i, j) = live.pop_front().unwrap();
             assert_eq!(j(), i);
@@ -572,6 +585,13 @@ pub fn spawn_join<S: System>(sys: &S, count: usize, window: usize) -> Duration {
         assert_eq!(j(), i);
     }
     start.elapsed()
+}
+
+/// The criterion settings every bench binary uses. No plots: drawing them
+/// costs about as much as a short benchmark, and the whole suite must finish
+/// in 15 minutes on 2 cores.
+pub fn criterion_config() -> criterion::Criterion {
+    criterion::Criterion::default().without_plots()
 }
 
 /// The daisy chain: `len` workers, each receiving from its left neighbour
