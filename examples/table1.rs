@@ -229,7 +229,7 @@ fn report(opt: &Options, cores: usize, may_workers: usize, m: &Medians) -> Strin
         "{:<w$} {:>9} {:>9} {:>9}   {:>9} {:>9} {:>9}",
         "", "send n=1", "n=10", "n=32", "recv n=1", "n=10", "n=32"
     );
-    let paper = |o: &mut String, label: &str, s: [f64; 3], r: [f64; 3]| {
+    let line = |o: &mut String, label: &str, s: &[f64], r: &[f64]| {
         let _ = writeln!(
             o,
             "{label:<w$} {:>9} {:>9} {:>9}   {:>9} {:>9} {:>9}",
@@ -241,22 +241,12 @@ fn report(opt: &Options, cores: usize, may_workers: usize, m: &Medians) -> Strin
             ns(r[2])
         );
     };
-    paper(&mut o, "paper MPE (CAS)", PAPER_MPE_SEND, PAPER_MPE_RECV);
-    paper(&mut o, "paper CPE (updt)", PAPER_CPE_SEND, PAPER_CPE_RECV);
+    line(&mut o, "paper MPE (CAS)", &PAPER_MPE_SEND, &PAPER_MPE_RECV);
+    line(&mut o, "paper CPE (updt)", &PAPER_CPE_SEND, &PAPER_CPE_RECV);
     let row = |o: &mut String, key: Key, f: fn(&Sample) -> f64, g: fn(&Sample) -> f64| {
         let s: Vec<f64> = TABLE1_N.iter().map(|&n| f(&get(m, key, n))).collect();
         let r: Vec<f64> = TABLE1_N.iter().map(|&n| g(&get(m, key, n))).collect();
-        let _ = writeln!(
-            o,
-            "{:<w$} {:>9} {:>9} {:>9}   {:>9} {:>9} {:>9}",
-            name(key),
-            ns(s[0]),
-            ns(s[1]),
-            ns(s[2]),
-            ns(r[0]),
-            ns(r[1]),
-            ns(r[2])
-        );
+        line(o, &name(key), &s, &r);
     };
     for key in ROWS {
         row(&mut o, key, |s| s.send_ns, |s| s.recv_ns);
