@@ -36,7 +36,7 @@ pub use swco_channel as channel;
 pub use swco_executor::{
     current_cpe, spawn, yield_now, BuildError, ExecutorStats, JoinError, JoinHandle, Placement,
     Runtime, RuntimeBuilder, ShutdownTimeout, SpawnError, Stats, DEFAULT_EXECUTORS,
-    DEFAULT_STACK_SIZE, MIN_STACK_SIZE,
+    DEFAULT_STACK_SIZE, MAX_EXECUTORS, MIN_STACK_SIZE,
 };
 // --- end runtime API ---------------------------------------------------------
 

@@ -8,6 +8,15 @@ use std::fmt;
 pub enum BuildError {
     /// `executors(0)`: a runtime needs at least one executor.
     NoExecutors,
+    /// More executors than [`MAX_EXECUTORS`](crate::MAX_EXECUTORS): each is
+    /// an OS thread with its own stacks, and counts in the tens of thousands
+    /// exhaust the kernel's thread and mapping limits.
+    TooManyExecutors {
+        /// The count asked for.
+        requested: usize,
+        /// The largest count accepted.
+        maximum: usize,
+    },
     /// The requested coroutine stack is smaller than
     /// [`MIN_STACK_SIZE`](crate::MIN_STACK_SIZE).
     StackTooSmall {
@@ -33,6 +42,11 @@ impl fmt::Display for BuildError {
             BuildError::NoExecutors => {
                 f.write_str("a runtime needs at least one executor (executors(0) given)")
             }
+            BuildError::TooManyExecutors { requested, maximum } => write!(
+                f,
+                "{requested} executors requested; at most {maximum} are supported \
+                 (each is an OS thread)"
+            ),
             BuildError::StackTooSmall { requested, minimum } => write!(
                 f,
                 "coroutine stack size {requested} bytes is below the minimum of {minimum} bytes"
@@ -93,6 +107,11 @@ pub struct ShutdownTimeout {
     /// Live (blocked or still running) coroutines per executor when the
     /// timeout expired, indexed by executor.
     pub blocked: Vec<usize>,
+    /// Cancelled coroutines still not finished when the shutdown returned:
+    /// blocked in a `Drop` during their unwinding, or never yielding. Their
+    /// executor threads were left running, detached; they finish them if
+    /// they are ever woken.
+    pub stuck: usize,
 }
 
 impl ShutdownTimeout {

@@ -28,9 +28,11 @@
 //!   is never slept through (the protocol and its proof obligations are in
 //!   `inbox.rs`).
 
+use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -48,8 +50,28 @@ use crate::runtime::RuntimeShared;
 use crate::stack::{self, StackPool};
 use crate::wake::WakeState;
 
-/// A coroutine body, boxed so it can travel to its home executor.
-pub(crate) type Job = Box<dyn FnOnce() + Send>;
+/// A coroutine body, boxed so it can travel to its home executor. The
+/// executor calls it exactly once, saying whether to run the user's closure
+/// or only to drop it (see [`Start`]).
+pub(crate) type Job = Box<dyn FnOnce(Start) + Send>;
+
+/// How the executor starts a [`Job`].
+pub(crate) enum Start {
+    /// Run the closure (on a coroutine stack).
+    Run,
+    /// A cancelling shutdown reached the coroutine before it first ran: drop
+    /// the closure (on its coroutine stack, so a `Drop` may still block) and
+    /// report "cancelled".
+    Cancel,
+    /// No stack could be mapped for it: drop the closure (on the executor's
+    /// own stack) and report why through the join handle.
+    Refuse(String),
+}
+
+/// The panic payload a cancelling shutdown raises inside a coroutine, at the
+/// suspension point it is parked in, to unwind its stack. Never shown to
+/// users: the join handle reports "cancelled".
+pub(crate) struct Cancelled;
 
 /// Why a coroutine handed control back to its executor.
 pub(crate) enum Suspend {
@@ -133,6 +155,11 @@ pub(crate) struct TaskHeader {
     state: WakeState,
     slot: usize,
     home: Arc<ExecutorShared>,
+    /// Set once a cancelling shutdown has dealt with this coroutine (raised
+    /// [`Cancelled`] in it, or started it as [`Start::Cancel`]); it then runs
+    /// its unwinding to the end, suspending as it needs, and is never
+    /// cancelled twice. Only the home executor thread touches it.
+    cancel_raised: std::sync::atomic::AtomicBool,
 }
 
 impl Wake for TaskHeader {
@@ -192,7 +219,7 @@ pub(crate) struct RunQueue(VecDeque<usize>);
 ///   queue: freed by [`take`](WaitQueue::take) (which hands the box back)
 ///   or by `Drop`, and by nothing else.
 /// * The task being resumed is reached only through the executor loop's
-///   pointer (`Local::run_task`, `Local::cancel_all`) until the resume
+///   pointer (`Local::run_task`) until the resume
 ///   returns. Code running meanwhile (the coroutine, wakers, spawns) may
 ///   borrow this queue, but only to reserve or fill *other* slots; the
 ///   accessors that dereference a slot (`get`, `get_mut`, `take`,
@@ -285,8 +312,16 @@ pub(crate) struct Local {
     running: Cell<*const Arc<TaskHeader>>,
     /// The running task's yielder, or null.
     yielder: Cell<*const Yielder<(), Suspend>>,
-    /// Set while coroutines are being unwound by a cancelling shutdown.
+    /// Set once a cancelling shutdown reached this executor: every coroutine
+    /// still here is unwound at its next resumption.
     cancelling: Cell<bool>,
+    /// Coroutines that finished since the last [`Local::kick_cancel`].
+    finished_while_cancelling: Cell<bool>,
+    /// Non-zero while code runs that must not suspend the coroutine (a panic
+    /// hook): blocking there parks the OS thread instead.
+    no_suspend: Cell<u32>,
+    /// Whether a refused spawn (no stack) was already reported on stderr.
+    refusal_reported: Cell<bool>,
 }
 
 thread_local! {
@@ -315,23 +350,66 @@ impl Local {
         !self.running.get().is_null()
     }
 
-    /// Whether a shutdown is unwinding this executor's coroutines.
-    pub(crate) fn cancelling(&self) -> bool {
-        self.cancelling.get()
+    /// Whether a coroutine of this executor is running and may suspend
+    /// (it is not inside a panic hook).
+    #[inline]
+    pub(crate) fn can_suspend(&self) -> bool {
+        self.in_coroutine() && self.no_suspend.get() == 0
     }
 
-    /// Suspends the running coroutine.
+    /// Suspends the running coroutine. When it is resumed by a cancelling
+    /// shutdown, this unwinds (with [`Cancelled`]) instead of returning.
     ///
     /// # Panics
     ///
-    /// If no coroutine is running on this thread.
+    /// If the running coroutine may not suspend (see [`Local::can_suspend`]);
+    /// callers check first.
     pub(crate) fn suspend(&self, why: Suspend) {
+        assert!(self.can_suspend(), "swco: suspend outside a coroutine");
         let yielder = self.yielder.get();
-        assert!(!yielder.is_null(), "swco: suspend outside a coroutine");
         // SAFETY: `yielder` is the running coroutine's Yielder: set when the
         // coroutine started (or restored before resuming it), it lives on
-        // that coroutine's stack, which is the stack we are on now.
+        // that coroutine's stack, which is the stack we are on now; and we
+        // are on that stack, not on a foreign one (`no_suspend` is zero:
+        // `on_executor_stack` is only entered with it raised).
         unsafe { (*yielder).suspend(why) };
+        self.raise_cancel();
+    }
+
+    /// Raises [`Cancelled`] in the running coroutine if a cancelling shutdown
+    /// wants it gone and it has not been dealt with yet.
+    ///
+    /// Not while the coroutine is already unwinding (a `Drop` that blocks
+    /// during a panic): a second panic there would abort the process. The
+    /// panic count is per thread, so `thread::panicking` may also be true
+    /// because *another* coroutine of this executor is parked mid-unwind;
+    /// then this coroutine is left to run and tried again later
+    /// ([`Local::kick_cancel`]).
+    fn raise_cancel(&self) {
+        if !self.cancelling.get() || std::thread::panicking() {
+            return;
+        }
+        let Some(header) = self.running_header() else {
+            return;
+        };
+        // Relaxed: only this thread touches the flag.
+        if !header.cancel_raised.swap(true, Ordering::Relaxed) {
+            std::panic::resume_unwind(Box::new(Cancelled));
+        }
+    }
+
+    /// Runs `f` with suspension forbidden: a channel operation or join that
+    /// blocks inside parks the OS thread, as on a plain thread.
+    fn without_suspending<R>(&self, f: impl FnOnce() -> R) -> R {
+        struct Allow<'a>(&'a Cell<u32>);
+        impl Drop for Allow<'_> {
+            fn drop(&mut self) {
+                self.0.set(self.0.get() - 1);
+            }
+        }
+        self.no_suspend.set(self.no_suspend.get() + 1);
+        let _allow = Allow(&self.no_suspend);
+        f()
     }
 
     /// Runs `f` on the executor thread's own stack (the one that resumed the
@@ -358,20 +436,28 @@ impl Local {
 
     /// Creates a coroutine for `job` on this executor and makes it runnable.
     pub(crate) fn start(&self, job: Job) {
-        let stack = match self.pool.borrow_mut().take() {
+        let taken = self.pool.borrow_mut().take();
+        let stack = match taken {
             Ok((stack, fresh)) => {
                 bump(&self.shared.counters.stacks_mapped, u64::from(fresh));
                 stack
             }
             Err(e) => {
-                // Out of address space or memory: refuse this coroutine (its
-                // join handle reports it cancelled) but keep the executor up.
-                eprintln!(
-                    "swco: executor swco-cpe-{} cannot map a coroutine stack ({e}); \
-                     the coroutine is dropped",
-                    self.shared.index
+                // Out of address space or memory: refuse this coroutine, but
+                // keep the executor up. Its join handle says why; stderr says
+                // it once per executor, for coroutines nobody joins.
+                let why = format!(
+                    "executor swco-cpe-{} cannot map a coroutine stack of {} bytes: {e}",
+                    self.shared.index,
+                    self.pool.borrow().stack_size()
                 );
-                drop(job);
+                if !self.refusal_reported.replace(true) {
+                    eprintln!("swco: {why}; such spawns are refused (JoinError::is_refused)");
+                }
+                // The job catches whatever its closure's `Drop` does; it runs
+                // here, on the executor's stack, where blocking parks the
+                // thread.
+                job(Start::Refuse(why));
                 bump(&self.shared.counters.spawned, 1);
                 self.finished_one();
                 return;
@@ -382,13 +468,28 @@ impl Local {
             state: WakeState::new(),
             slot,
             home: self.shared.clone(),
+            cancel_raised: std::sync::atomic::AtomicBool::new(false),
         });
         let guard = stack::guard_low(&stack);
         let co = Coroutine::with_stack(stack, move |yielder: &Yielder<(), Suspend>, ()| {
+            let mut start = Start::Run;
             if let Some(local) = Local::current() {
                 local.yielder.set(yielder);
+                if local.cancelling.get() {
+                    // Cancelled before it ever ran: only drop the closure.
+                    if let Some(header) = local.running_header() {
+                        // Relaxed: only this thread touches the flag.
+                        header.cancel_raised.store(true, Ordering::Relaxed);
+                    }
+                    start = Start::Cancel;
+                }
             }
-            job();
+            // The job catches its closure's panics and those of the `Drop`s
+            // it runs. This is the last line: nothing may unwind out of a
+            // coroutine into the executor loop, or the executor dies.
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| job(start))) {
+                report_escaped_panic(payload);
+            }
         });
         self.wait_queue.borrow_mut().put(
             slot,
@@ -402,6 +503,13 @@ impl Local {
         );
         self.run_queue.borrow_mut().0.push_back(slot);
         bump(&self.shared.counters.spawned, 1);
+    }
+
+    /// The header of the coroutine being resumed, if any.
+    fn running_header(&self) -> Option<&Arc<TaskHeader>> {
+        // SAFETY: a non-null `running` points at the header of the task being
+        // resumed, alive in its wait-queue slot for the whole resume.
+        unsafe { self.running.get().as_ref() }
     }
 
     /// Takes whatever other threads handed over. The common case, nothing
@@ -523,6 +631,7 @@ impl Local {
     }
 
     fn finished_one(&self) {
+        self.finished_while_cancelling.set(true);
         bump(&self.shared.counters.finished, 1);
         // Relaxed: a load figure for placement and reports; the runtime-wide
         // count below is what shutdown synchronises on.
@@ -534,6 +643,19 @@ impl Local {
         let mut since_timers = 0u32;
         loop {
             self.drain_inbox();
+            // A cancelling shutdown takes effect before the next resume, not
+            // after the run queue drains: coroutines that keep yielding are
+            // unwound at their next suspension, ones not started yet never
+            // run. Relaxed first look (the common case, no shutdown, is one
+            // load of a line nobody writes); Acquire pairs with
+            // request_stop's Release.
+            if self.shared.stop.load(Ordering::Relaxed) == CANCEL
+                && !self.cancelling.get()
+                && self.shared.stop.load(Ordering::Acquire) == CANCEL
+            {
+                self.cancelling.set(true);
+                self.kick_cancel();
+            }
             // Timers are checked when idle, and every 64 runs so a busy
             // executor does not starve a timed-out waiter.
             let mut next = None;
@@ -543,12 +665,6 @@ impl Local {
             if next.is_none() {
                 since_timers = 0;
                 self.fire_timers();
-                // A cancelling shutdown must not wait for a busy run queue
-                // (coroutines that keep yielding) to drain. Acquire: pairs
-                // with request_stop's Release.
-                if self.shared.stop.load(Ordering::Acquire) == CANCEL {
-                    return;
-                }
                 next = self.run_queue.borrow_mut().0.pop_front();
             }
             if let Some(slot) = next {
@@ -559,8 +675,15 @@ impl Local {
             // Nothing runnable.
             // Acquire: pairs with request_stop's Release.
             match self.shared.stop.load(Ordering::Acquire) {
-                CANCEL => return,
-                STOP if self.shared.live.load(Ordering::Relaxed) == 0 => return,
+                STOP | CANCEL if self.shared.live.load(Ordering::Relaxed) == 0 => return,
+                // Coroutines left are parked in a `Drop` that blocks during
+                // their unwinding (they run it to the end when woken), or
+                // were passed over by `raise_cancel`: try those again once
+                // something has finished.
+                CANCEL if self.finished_while_cancelling.get() => {
+                    self.kick_cancel();
+                    continue;
+                }
                 _ => {}
             }
             // A short grace period before parking. Waking a parked thread
@@ -576,6 +699,27 @@ impl Local {
             bump(&self.shared.counters.parks, 1);
             let earliest = self.timers.borrow().peek().map(|Reverse((d, _, _))| *d);
             parker.park(earliest);
+        }
+    }
+
+    /// Cancelling shutdown: makes every parked coroutine not yet cancelled
+    /// runnable, winning its `WAITING -> RUNNING` transition like a wake (so
+    /// no waker can schedule it a second time); it unwinds when resumed
+    /// (`raise_cancel`). Coroutines already runnable unwind when they run;
+    /// ones not yet started only drop their closure.
+    fn kick_cancel(&self) {
+        self.finished_while_cancelling.set(false);
+        let waits = self.wait_queue.borrow();
+        let mut run_queue = self.run_queue.borrow_mut();
+        for slot in 0..waits.slots.len() {
+            let Some(task) = waits.get(slot) else {
+                continue;
+            };
+            // Relaxed: only this thread touches the flag.
+            if !task.header.cancel_raised.load(Ordering::Relaxed) && task.header.state.expire() {
+                run_queue.0.push_back(slot);
+                bump(&self.shared.counters.wakes, 1);
+            }
         }
     }
 
@@ -596,41 +740,20 @@ impl Local {
         }
     }
 
-    /// Unwinds every coroutine still here (cancelling shutdown) and drops
-    /// unstarted ones, completing their join handles with "cancelled".
-    fn cancel_all(&self) {
-        self.cancelling.set(true);
-        loop {
-            // Take the inbox's unstarted coroutines, then unwind the started
-            // ones; unwinding may wake or spawn more, so repeat until empty.
-            let jobs = self.shared.inbox.take_spawns();
-            let had_jobs = !jobs.is_empty();
-            for job in jobs {
-                drop(job);
-                // The runtime counted it live at spawn. Relaxed: a load
-                // estimate, as in `finished_one`.
-                self.shared.live.fetch_sub(1, Ordering::Relaxed);
-                self.runtime.finished_one();
-            }
-            let task = self.wait_queue.borrow_mut().take_any();
-            let Some(mut task) = task else {
-                if had_jobs {
-                    continue;
-                }
-                break;
-            };
-            self.running.set(&task.header);
-            self.yielder.set(task.yielder);
-            stack::set_running_guard(task.guard);
-            task.co.force_unwind();
-            stack::set_running_guard(0);
-            self.yielder.set(std::ptr::null());
-            self.running.set(std::ptr::null());
-            drop(task);
-            self.finished_one();
+    /// The executor is exiting: nothing is live here any more. A task still
+    /// in the wait queue would be a bookkeeping bug; it is leaked rather
+    /// than dropped, because dropping a suspended corosensei coroutine
+    /// unwinds it from outside, where a blocking `Drop` cannot suspend.
+    fn leak_leftovers(&self) {
+        let mut waits = self.wait_queue.borrow_mut();
+        while let Some(task) = waits.take_any() {
+            eprintln!(
+                "swco: executor swco-cpe-{} exits with a live coroutine; it is leaked",
+                self.shared.index
+            );
+            std::mem::forget(task);
         }
         self.run_queue.borrow_mut().0.clear();
-        self.cancelling.set(false);
     }
 }
 
@@ -658,11 +781,10 @@ impl CoroutinePark {
         // and blocking calls on this thread) has returned, finished or been
         // unwound by then, so the reference does not outlive the Local.
         let local = unsafe { self.local.get().as_ref() }?;
-        // SAFETY: a non-null `running` points at the header of the task
-        // being resumed, which lives in its wait-queue slot for the whole
-        // resume (or in `cancel_all`'s frame while it is unwound).
-        let header = unsafe { local.running.get().as_ref() }?;
-        Some((local, header))
+        if !local.can_suspend() {
+            return None;
+        }
+        Some((local, local.running_header()?))
     }
 }
 
@@ -697,23 +819,62 @@ impl Park for CoroutinePark {
 /// uses ~20-30 KiB); with less left, the hook runs on the executor's stack.
 const PANIC_HOOK_STACK: usize = 40 * 1024;
 
-/// Wraps the process's panic hook (once) so that a panic deep in a small
-/// coroutine stack does not overflow it while printing its message and
-/// backtrace: the hook then runs on the executor thread's stack instead (the
-/// message is intact; a backtrace shows the executor's frames).
+/// Wraps the process's panic hook (once), for panics inside coroutines:
+///
+/// * the hook runs with suspension forbidden. A hook that blocks (a channel
+///   `send`, a `join`) parks the executor thread, as it would a plain thread,
+///   instead of suspending the coroutine: the hook may be on the executor's
+///   stack (below), and std's per-thread "in the panic hook" state would
+///   otherwise be seen by every coroutine the executor ran meanwhile
+///   (a panic in any of them would abort the process).
+/// * a panic deep in a small coroutine stack does not overflow it while
+///   printing its message and backtrace: the hook then runs on the executor
+///   thread's stack (the message is intact; a backtrace shows the executor's
+///   frames).
 pub(crate) fn install_panic_hook() {
     static INSTALL: std::sync::Once = std::sync::Once::new();
     INSTALL.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            let here = std::ptr::addr_of!(info) as usize;
-            let tight = stack::room_below(here).is_some_and(|room| room < PANIC_HOOK_STACK);
-            match Local::current().filter(|l| tight && l.in_coroutine()) {
-                Some(local) => local.on_executor_stack(|| previous(info)),
-                None => previous(info),
-            }
+            let Some(local) = Local::current().filter(|l| l.in_coroutine()) else {
+                return previous(info);
+            };
+            local.without_suspending(|| {
+                let here = std::ptr::addr_of!(info) as usize;
+                let tight = stack::room_below(here).is_some_and(|room| room < PANIC_HOOK_STACK);
+                if tight {
+                    local.on_executor_stack(|| previous(info));
+                } else {
+                    previous(info);
+                }
+            });
         }));
     });
+}
+
+/// Drops a panic payload whose own `Drop` may panic, catching (and dropping)
+/// whatever that throws in turn. A payload that keeps throwing payloads is
+/// leaked after a few rounds rather than looping for ever.
+pub(crate) fn drop_payload(payload: Box<dyn Any + Send>) {
+    let mut payload = Some(payload);
+    for _ in 0..8 {
+        let p = payload.take();
+        match catch_unwind(AssertUnwindSafe(move || drop(p))) {
+            Ok(()) => return,
+            Err(next) => payload = Some(next),
+        }
+    }
+    std::mem::forget(payload);
+}
+
+/// A panic escaped a coroutine's job (a `Drop` the job could not guard):
+/// report it once on stderr and drop its payload safely. The executor goes
+/// on.
+fn report_escaped_panic(payload: Box<dyn Any + Send>) {
+    if !payload.is::<Cancelled>() {
+        eprintln!("swco: a panic escaped a coroutine; the executor carries on");
+    }
+    drop_payload(payload);
 }
 
 /// Body of executor thread `shared.index`.
@@ -737,6 +898,9 @@ pub(crate) fn run_executor(
         running: Cell::new(std::ptr::null()),
         yielder: Cell::new(std::ptr::null()),
         cancelling: Cell::new(false),
+        finished_while_cancelling: Cell::new(false),
+        no_suspend: Cell::new(0),
+        refusal_reported: Cell::new(false),
     };
     CURRENT.with(|c| c.set(&local));
     let park = Rc::new(CoroutinePark {
@@ -745,7 +909,7 @@ pub(crate) fn run_executor(
     });
     let previous = hook::set_current(Some(park.clone()));
     local.run(&parker);
-    local.cancel_all();
+    local.leak_leftovers();
     hook::set_current(previous);
     park.local.set(std::ptr::null());
     CURRENT.with(|c| c.set(std::ptr::null()));

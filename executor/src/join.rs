@@ -28,6 +28,7 @@ enum Reason {
     Panic(String),
     Cancelled,
     ShutDown,
+    Refused(String),
 }
 
 /// The error [`JoinHandle::join`] returns when the coroutine produced no
@@ -40,7 +41,7 @@ pub struct JoinError {
 }
 
 impl JoinError {
-    pub(crate) fn panic(payload: Box<dyn std::any::Any + Send>) -> Self {
+    pub(crate) fn panic(payload: &(dyn std::any::Any + Send)) -> Self {
         let message = if let Some(s) = payload.downcast_ref::<&'static str>() {
             (*s).to_owned()
         } else if let Some(s) = payload.downcast_ref::<String>() {
@@ -50,6 +51,12 @@ impl JoinError {
         };
         JoinError {
             reason: Reason::Panic(message),
+        }
+    }
+
+    pub(crate) fn refused(why: String) -> Self {
+        JoinError {
+            reason: Reason::Refused(why),
         }
     }
 
@@ -82,6 +89,13 @@ impl JoinError {
         matches!(self.reason, Reason::ShutDown)
     }
 
+    /// Whether the coroutine was refused when it reached its executor: no
+    /// stack could be mapped for it (out of memory or address space, or the
+    /// kernel's limit on mappings). [`Display`](fmt::Display) says why.
+    pub fn is_refused(&self) -> bool {
+        matches!(self.reason, Reason::Refused(_))
+    }
+
     /// The panic message, if the coroutine panicked with a string payload
     /// (`"Box<dyn Any>"` for other payloads).
     pub fn panic_message(&self) -> Option<&str> {
@@ -98,6 +112,7 @@ impl fmt::Display for JoinError {
             Reason::Panic(m) => write!(f, "coroutine panicked: {m}"),
             Reason::Cancelled => f.write_str("coroutine was cancelled at shutdown"),
             Reason::ShutDown => f.write_str("coroutine was not run: the runtime is shut down"),
+            Reason::Refused(why) => write!(f, "coroutine was not run: {why}"),
         }
     }
 }

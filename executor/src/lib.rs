@@ -42,7 +42,7 @@ pub use join::{JoinError, JoinHandle};
 #[cfg(not(loom))]
 pub use runtime::{
     current_cpe, spawn, yield_now, ExecutorStats, Placement, Runtime, RuntimeBuilder, Stats,
-    DEFAULT_EXECUTORS,
+    DEFAULT_EXECUTORS, MAX_EXECUTORS,
 };
 #[cfg(not(loom))]
 pub use stack::{DEFAULT_STACK_SIZE, MIN_STACK_SIZE};

@@ -23,12 +23,26 @@ use corosensei::stack::DefaultStack;
 use swco_channel::sync::Parker;
 
 use crate::error::{BuildError, ShutdownTimeout, SpawnError};
-use crate::executor::{self, ExecutorShared, Job, Local, CANCEL, STOP};
+use crate::executor::{
+    self, drop_payload, Cancelled, ExecutorShared, Job, Local, Start, CANCEL, STOP,
+};
 use crate::join::{JoinError, JoinHandle, JoinSlot};
 use crate::stack::{page_size, DEFAULT_STACK_SIZE, MIN_STACK_SIZE};
 
 /// The default number of executors: one per CPE of an SW26010 core group.
 pub const DEFAULT_EXECUTORS: usize = 64;
+
+/// The largest executor count [`RuntimeBuilder::build`] accepts (a whole
+/// SW26010 chip has 256 CPEs). Each executor is an OS thread with its own
+/// thread stack and signal stack; tens of thousands of them exhaust the
+/// kernel's mapping limit and abort inside the thread start.
+pub const MAX_EXECUTORS: usize = 4096;
+
+/// How long a cancelling shutdown waits, after its timeout, for cancelled
+/// coroutines to finish unwinding while none finishes. Unwinding normally
+/// takes microseconds; a coroutine that stays blocked longer is blocked in a
+/// `Drop` (or never yields), and its executor is then left running, detached.
+const CANCEL_PATIENCE: Duration = Duration::from_millis(200);
 
 /// How [`Runtime::spawn`] (and [`spawn`](crate::spawn) inside a coroutine)
 /// picks an executor.
@@ -78,7 +92,8 @@ impl RuntimeBuilder {
     }
 
     /// The number of CPE executors (OS threads, named `swco-cpe-<i>`).
-    /// Zero is a [`BuildError::NoExecutors`].
+    /// Zero is a [`BuildError::NoExecutors`], more than [`MAX_EXECUTORS`] a
+    /// [`BuildError::TooManyExecutors`].
     pub fn executors(mut self, n: usize) -> Self {
         self.executors = n;
         self
@@ -112,6 +127,12 @@ impl RuntimeBuilder {
     pub fn build(self) -> Result<Runtime, BuildError> {
         if self.executors == 0 {
             return Err(BuildError::NoExecutors);
+        }
+        if self.executors > MAX_EXECUTORS {
+            return Err(BuildError::TooManyExecutors {
+                requested: self.executors,
+                maximum: MAX_EXECUTORS,
+            });
         }
         if self.stack_size < MIN_STACK_SIZE {
             return Err(BuildError::StackTooSmall {
@@ -237,16 +258,27 @@ impl RuntimeShared {
         // Relaxed: a load estimate for placement and reports.
         exec.live.fetch_add(1, Ordering::Relaxed);
         let (completer, handle) = JoinSlot::pair();
-        let job: Job = Box::new(move || {
-            let outcome = catch_unwind(AssertUnwindSafe(f));
-            let cancelled = Local::current().is_some_and(Local::cancelling);
-            completer.complete(outcome.map_err(|payload| {
-                if cancelled {
-                    JoinError::cancelled()
-                } else {
-                    JoinError::panic(payload)
+        let job: Job = Box::new(move |start: Start| {
+            let result = match start {
+                Start::Run => catch_unwind(AssertUnwindSafe(f)).map_err(join_error),
+                Start::Cancel => {
+                    drop_closure(f);
+                    Err(JoinError::cancelled())
                 }
-            }));
+                Start::Refuse(why) => {
+                    drop_closure(f);
+                    Err(JoinError::refused(why))
+                }
+            };
+            // With the handle gone (detached), completing drops the result
+            // here: its `Drop` must not take the executor down.
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(move || completer.complete(result)))
+            {
+                eprintln!(
+                    "swco: dropping a detached coroutine's result panicked; the executor carries on"
+                );
+                drop_payload(payload);
+            }
         });
         match Local::current() {
             // Same executor, from inside it: no inbox, no lock.
@@ -417,71 +449,165 @@ impl Runtime {
     ///
     /// If called from inside one of this runtime's coroutines.
     pub fn shutdown_timeout(&self, timeout: Duration) -> Result<(), ShutdownTimeout> {
-        self.shutdown_until(Some(Instant::now() + timeout))
+        // A timeout too large to represent (`Duration::MAX`) waits for ever.
+        self.shutdown_until(Instant::now().checked_add(timeout))
     }
 
     fn on_own_executor(&self) -> bool {
         Local::current().is_some_and(|l| Arc::ptr_eq(&l.runtime, &self.shared) && l.in_coroutine())
     }
 
+    /// Whether the caller is one of this runtime's executor threads (in a
+    /// coroutine or not).
+    fn on_own_thread(&self) -> bool {
+        Local::current().is_some_and(|l| Arc::ptr_eq(&l.runtime, &self.shared))
+    }
+
     fn shutdown_until(&self, deadline: Option<Instant>) -> Result<(), ShutdownTimeout> {
         assert!(
-            !Local::current().is_some_and(|l| Arc::ptr_eq(&l.runtime, &self.shared)),
+            !self.on_own_thread(),
             "swco: Runtime::shutdown called from one of its own executors; it would wait for itself"
         );
+        let threads = std::mem::take(&mut *self.threads.lock().unwrap());
+        self.shared.shut_down(threads, deadline)
+    }
+}
+
+impl RuntimeShared {
+    /// Waits until no coroutine is live (`true`), or until `deadline`
+    /// (`false`).
+    fn wait_idle(&self, deadline: Option<Instant>) -> bool {
+        let mut guard = self.idle.lock().unwrap();
         // SeqCst: see the module invariants.
-        self.shared.closed.store(true, Ordering::SeqCst);
-        let mut timed_out = false;
-        {
-            let mut guard = self.shared.idle.lock().unwrap();
-            while self.shared.live.load(Ordering::SeqCst) != 0 {
-                match deadline {
-                    None => guard = self.shared.idle_changed.wait(guard).unwrap(),
-                    Some(d) => {
-                        let now = Instant::now();
-                        if now >= d {
-                            timed_out = true;
-                            break;
-                        }
-                        guard = self
-                            .shared
-                            .idle_changed
-                            .wait_timeout(guard, d - now)
-                            .unwrap()
-                            .0;
+        while self.live.load(Ordering::SeqCst) != 0 {
+            match deadline {
+                None => guard = self.idle_changed.wait(guard).unwrap(),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return false;
                     }
+                    guard = self.idle_changed.wait_timeout(guard, d - now).unwrap().0;
                 }
             }
         }
-        let report = timed_out.then(|| ShutdownTimeout {
-            // Relaxed: the report is a snapshot.
-            blocked: self
-                .shared
-                .executors
-                .iter()
-                .map(|e| e.live.load(Ordering::Relaxed))
-                .collect(),
-        });
+        true
+    }
+
+    /// The shutdown proper: refuse spawns, wait for the live coroutines
+    /// (until `deadline`), cancel what is left, stop the executors and join
+    /// their `threads`.
+    fn shut_down(
+        &self,
+        threads: Vec<thread::JoinHandle<()>>,
+        deadline: Option<Instant>,
+    ) -> Result<(), ShutdownTimeout> {
+        // SeqCst: see the module invariants.
+        self.closed.store(true, Ordering::SeqCst);
+        let timed_out = !self.wait_idle(deadline);
+        // Relaxed: the report is a snapshot.
+        let blocked: Vec<usize> = self
+            .executors
+            .iter()
+            .map(|e| e.live.load(Ordering::Relaxed))
+            .collect();
         let mode = if timed_out { CANCEL } else { STOP };
-        for e in &self.shared.executors {
+        for e in &self.executors {
             e.request_stop(mode);
         }
-        let threads = std::mem::take(&mut *self.threads.lock().unwrap());
-        for t in threads {
-            // An executor thread does not panic (coroutine panics are caught);
-            // if one did, there is nothing left to clean up.
-            let _ = t.join();
+        let mut stuck = 0;
+        if timed_out {
+            // Cancelled coroutines unwind at once, unless a `Drop` blocks on
+            // the way out: wait as long as they keep finishing.
+            // SeqCst: pairs with finished_one.
+            let mut left = self.live.load(Ordering::SeqCst);
+            while left != 0 && !self.wait_idle(Some(Instant::now() + CANCEL_PATIENCE)) {
+                let now = self.live.load(Ordering::SeqCst);
+                if now >= left {
+                    break;
+                }
+                left = now;
+            }
+            stuck = self.live.load(Ordering::SeqCst);
         }
-        match report {
-            Some(r) if r.total() > 0 => Err(r),
-            _ => Ok(()),
+        let mut detached = 0;
+        for (t, e) in threads.into_iter().zip(&self.executors) {
+            // Relaxed: a snapshot; an executor with nothing live exits.
+            if stuck == 0 || e.live.load(Ordering::Relaxed) == 0 || t.is_finished() {
+                // An executor thread does not panic (coroutine panics are
+                // caught); if one did, there is nothing left to clean up.
+                let _ = t.join();
+            } else {
+                // Left running: it finishes its stuck coroutines if they
+                // are ever woken, then exits.
+                detached += 1;
+            }
+        }
+        if detached > 0 {
+            eprintln!(
+                "swco: shutdown_timeout: {stuck} cancelled coroutines are still blocked \
+                 (a Drop that blocks, or a coroutine that never yields); \
+                 {detached} executor threads are left running, detached"
+            );
+        }
+        let report = ShutdownTimeout { blocked, stuck };
+        if timed_out && report.total() > 0 {
+            Err(report)
+        } else {
+            Ok(())
         }
     }
 }
 
 impl Drop for Runtime {
+    /// Shuts the runtime down, waiting for live coroutines. Dropped on one
+    /// of its own executor threads (the last `Arc<Runtime>` released inside
+    /// one of its coroutines), it cannot wait for itself: the shutdown is
+    /// handed to a helper thread (`swco-shutdown`) and the drop returns.
     fn drop(&mut self) {
-        self.shutdown();
+        if !self.on_own_thread() {
+            return self.shutdown();
+        }
+        let threads = std::mem::take(&mut *self.threads.lock().unwrap());
+        if threads.is_empty() {
+            return; // already shut down
+        }
+        // Refuse new spawns from outside now, as a shutdown would.
+        // SeqCst: see the module invariants.
+        self.shared.closed.store(true, Ordering::SeqCst);
+        let shared = self.shared.clone();
+        let helper = thread::Builder::new()
+            .name("swco-shutdown".into())
+            .spawn(move || {
+                let _ = shared.shut_down(threads, None);
+            });
+        if helper.is_err() {
+            // No thread to wait with: ask every executor to exit once it has
+            // nothing live (their threads are detached).
+            for e in &self.shared.executors {
+                e.request_stop(STOP);
+            }
+        }
+    }
+}
+
+/// Maps a coroutine's panic payload to its join error, then drops the
+/// payload (whose own `Drop` may panic).
+fn join_error(payload: Box<dyn std::any::Any + Send>) -> JoinError {
+    let error = if payload.is::<Cancelled>() {
+        JoinError::cancelled()
+    } else {
+        JoinError::panic(&*payload)
+    };
+    drop_payload(payload);
+    error
+}
+
+/// Drops a coroutine's closure without running it; a panic from its
+/// captures' `Drop` is caught (the panic hook has reported it).
+fn drop_closure<F>(f: F) {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(f))) {
+        drop_payload(payload);
     }
 }
 
@@ -526,9 +652,9 @@ where
 }
 
 /// Lets the other runnable coroutines of this executor run, then continues.
-/// Outside a coroutine, yields the OS thread.
+/// Outside a coroutine (or inside a panic hook), yields the OS thread.
 pub fn yield_now() {
-    match Local::current().filter(|l| l.in_coroutine()) {
+    match Local::current().filter(|l| l.can_suspend()) {
         Some(local) => local.suspend(executor::Suspend::Yield),
         None => thread::yield_now(),
     }

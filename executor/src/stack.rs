@@ -66,6 +66,11 @@ impl StackPool {
         }
     }
 
+    /// The usable size of the stacks handed out.
+    pub(crate) fn stack_size(&self) -> usize {
+        self.size
+    }
+
     /// A stack for a new coroutine: a reused one if any, else a fresh mapping
     /// (then `true`).
     pub(crate) fn take(&mut self) -> std::io::Result<(DefaultStack, bool)> {
