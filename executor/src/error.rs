@@ -138,6 +138,13 @@ impl fmt::Display for ShutdownTimeout {
         if !busy.is_empty() {
             write!(f, " ({})", busy.join(", "))?;
         }
+        if self.stuck > 0 {
+            write!(
+                f,
+                "; {} were still blocked after cancellation and left running",
+                self.stuck
+            )?;
+        }
         Ok(())
     }
 }

@@ -116,9 +116,12 @@ impl RuntimeBuilder {
     /// Starts the executor threads.
     ///
     /// The first build also wraps the process's panic hook (whatever hook is
-    /// set then keeps running) so that a panic near the bottom of a small
-    /// coroutine stack prints its message from the executor's stack rather
-    /// than overflowing.
+    /// set then keeps running): for a panic in a coroutine, the hook runs
+    /// with suspension forbidden (a hook that blocks parks the executor
+    /// thread), and near the bottom of a small coroutine stack it runs on the
+    /// executor's stack rather than overflowing. A hook set after the first
+    /// build replaces the wrapper: it then runs on the coroutine's stack, and
+    /// must neither block nor need much stack.
     ///
     /// # Errors
     ///
@@ -308,7 +311,10 @@ impl RuntimeShared {
 /// A swco runtime: `executors` CPE executor threads and the scheduler that
 /// places coroutines on them.
 ///
-/// Dropping the runtime shuts it down (waiting for live coroutines).
+/// Dropping the runtime shuts it down (waiting for live coroutines). Dropped
+/// inside one of its own coroutines (the last `Arc<Runtime>` released
+/// there), it cannot wait for itself: the shutdown then runs on a helper
+/// thread and the drop returns at once.
 ///
 /// ```
 /// use swco_executor::Runtime;
@@ -438,8 +444,15 @@ impl Runtime {
     /// [`JoinError`]), the threads are joined, and the error reports how many
     /// were live on each executor.
     ///
-    /// A coroutine that never yields cannot be cancelled; its executor thread
-    /// is then joined only when it returns.
+    /// Cancellation unwinds each coroutine's stack from where it is parked,
+    /// inside the coroutine, so the `Drop`s on the way may still block (they
+    /// are woken like any other wait). Coroutines still live once the
+    /// cancellation stops making progress (a `Drop` blocked for good, or a
+    /// coroutine that never yields and so cannot be cancelled) are counted
+    /// in [`ShutdownTimeout::stuck`], and their executor threads are left
+    /// running, detached, rather than joined.
+    ///
+    /// A `timeout` too large to represent (`Duration::MAX`) waits for ever.
     ///
     /// # Errors
     ///
