@@ -29,14 +29,25 @@ use crossbeam_utils::CachePadded;
 
 use crate::backoff::Backoff;
 use crate::claim::Cursor;
-use crate::error::{RecvTimeoutError, SendTimeoutError, TryRecvError, TrySendError};
+use crate::error::{RecvTimeoutError, TryRecvError};
 use crate::hook::{self, Park};
 use crate::lock::RawLock;
 use crate::ring::{Ring, Turn};
 use crate::sync::{fence, Ordering};
 use crate::updt::UpdtCell;
-use crate::waker::WaitList;
+use crate::waker::{Key, WaitList};
 use crate::{Mode, Protocol};
+
+/// Why a send left the message with its caller.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Unsent {
+    /// The ring was full (only a send that does not block reports it).
+    Full,
+    /// Every receiver is gone.
+    Disconnected,
+    /// The ring stayed full until the deadline.
+    Timeout,
+}
 
 pub(crate) struct Chan<T, M: Mode, P: Protocol> {
     tx: CachePadded<M::Tx<P>>,
@@ -109,30 +120,41 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     }
 
     // ---- sending ---------------------------------------------------------
+    //
+    // The message stays where the endpoint received it (its by-value
+    // parameter, in its caller's frame) and only a pointer to it comes down
+    // here: it is copied once, straight into the slot it claimed, and moved
+    // back out into an error only by the endpoint. So the frames that stay
+    // live while a sender is parked (`send_from`, `send_blocking`,
+    // `wait_on`) hold no copy of it. Passing it down by value instead put a
+    // copy in nearly every frame of the path: a blocking send of a 1 MiB
+    // message needed 7 MiB of stack in a release build, 29 MiB in a debug
+    // one (see `examples/send_stack.rs`).
 
+    /// Moves the message at `msg` into the ring if there is room now.
+    ///
+    /// # Safety
+    /// `msg` points to a valid message owned by the caller. On `Ok` it has
+    /// been moved (bitwise) into the ring: the caller must forget its copy,
+    /// then call [`wake_receiver`](Chan::wake_receiver). On `Err`, and if
+    /// this unwinds, the message is still the caller's.
     #[inline]
-    pub(crate) fn try_send(&self, msg: T) -> Result<(), TrySendError<T>> {
+    pub(crate) unsafe fn try_send_from(&self, msg: *const T) -> Result<(), Unsent> {
         if self.receivers_gone() {
-            return Err(TrySendError::Disconnected(msg));
+            return Err(Unsent::Disconnected);
         }
         let mut backoff = Backoff::new();
         loop {
             match self.tx.claim(&self.ring, Turn::Produce) {
                 Ok(pos) => {
-                    // SAFETY: the cursor gave us `pos` as a producer.
-                    unsafe { self.ring.write(pos, msg) };
-                    // The message is published; a receiver may be waiting for it.
-                    if !<M::Tx<P> as Cursor>::CLAIM_SYNCS_WITH_WAITERS {
-                        fence(Ordering::SeqCst);
-                    }
-                    if self.receivers.has_waiters() {
-                        self.receivers.notify_one();
-                    }
+                    // SAFETY: the cursor gave us `pos` as a producer; the
+                    // caller vouches for `msg` and treats it as moved on `Ok`.
+                    unsafe { self.ring.write_from(pos, msg) };
                     return Ok(());
                 }
                 Err(tail) => {
                     if self.ring.is_full_at(self.rx.position(), tail) {
-                        return Err(TrySendError::Full(msg));
+                        return Err(Unsent::Full);
                     }
                     // A receiver holds the slot between its claim and its
                     // publish: it cannot suspend there, so wait it out.
@@ -142,26 +164,37 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
         }
     }
 
+    /// Moves the message at `msg` into the ring, blocking while the ring is
+    /// full, until `deadline` if there is one.
+    ///
+    /// # Safety
+    /// As for [`try_send_from`](Chan::try_send_from). In particular, if a
+    /// blocked sender unwinds out of its park, the message is still the
+    /// caller's, to drop as it unwinds.
     #[inline]
-    pub(crate) fn send(
+    pub(crate) unsafe fn send_from(
         &self,
-        msg: T,
+        msg: *const T,
         deadline: Option<Instant>,
-    ) -> Result<(), SendTimeoutError<T>> {
-        match self.try_send(msg) {
-            Ok(()) => Ok(()),
-            Err(TrySendError::Disconnected(m)) => Err(SendTimeoutError::Disconnected(m)),
-            Err(TrySendError::Full(m)) => self.send_blocking(m, deadline),
+    ) -> Result<(), Unsent> {
+        // SAFETY: our caller's contract.
+        match unsafe { self.try_send_from(msg) } {
+            Err(Unsent::Full) => {
+                // SAFETY: our caller's contract.
+                unsafe { self.send_blocking(msg, deadline) }
+            }
+            done => done,
         }
     }
 
-    /// The slow path of `send`: spin a little (threads only), then park.
+    /// The slow path of `send_from`: spin a little (threads only), then
+    /// park. Out of line, so that the fast path's frame stays small.
+    ///
+    /// # Safety
+    /// As for [`send_from`](Chan::send_from).
     #[cold]
-    fn send_blocking(
-        &self,
-        mut msg: T,
-        deadline: Option<Instant>,
-    ) -> Result<(), SendTimeoutError<T>> {
+    #[inline(never)]
+    unsafe fn send_blocking(&self, msg: *const T, deadline: Option<Instant>) -> Result<(), Unsent> {
         let park = hook::current();
         let spin = park.spin_before_park();
         let mut backoff = Backoff::new();
@@ -170,20 +203,36 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
             // checked after an attempt, so a sender woken just as its
             // deadline passes still uses the room it was woken for.
             if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Err(SendTimeoutError::Timeout(msg));
+                return Err(Unsent::Timeout);
             }
             if spin && !backoff.is_completed() {
                 backoff.snooze();
             } else {
                 wait_on(&self.senders, &*park, deadline, || self.still_full());
             }
-            match self.try_send(msg) {
-                Ok(()) => return Ok(()),
-                Err(TrySendError::Disconnected(m)) => {
-                    return Err(SendTimeoutError::Disconnected(m))
-                }
-                Err(TrySendError::Full(m)) => msg = m,
+            // SAFETY: our caller's contract.
+            match unsafe { self.try_send_from(msg) } {
+                Err(Unsent::Full) => {}
+                done => return done,
             }
+        }
+    }
+
+    /// The tail of a send that [`try_send_from`](Chan::try_send_from) or
+    /// [`send_from`](Chan::send_from) reported done: wakes a receiver. Split
+    /// off so that the caller can forget its copy of the message first (a
+    /// waker may panic). The order of invariant 3 is kept (publish, fence,
+    /// look for waiters), and nothing in between suspends, so a receiver
+    /// that registered before the publish is woken at once, and one that
+    /// registers after it finds the message in its re-check.
+    #[inline]
+    pub(crate) fn wake_receiver(&self) {
+        // The message is published; a receiver may be waiting for it.
+        if !<M::Tx<P> as Cursor>::CLAIM_SYNCS_WITH_WAITERS {
+            fence(Ordering::SeqCst);
+        }
+        if self.receivers.has_waiters() {
+            self.receivers.notify_one();
         }
     }
 
@@ -285,8 +334,28 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
             // Nobody will receive what is buffered: drop it now rather than
             // when the last sender goes. Draining through the cursor keeps
             // this safe even if two "last" receivers race here.
-            while self.try_recv().is_ok() {}
+            self.drain();
         }
+    }
+
+    /// Drops every buffered message. Like a `Vec`, if one message's drop
+    /// panics, the rest are still dropped (by a guard, while unwinding) and
+    /// then the panic goes on to the dropper; a second panicking drop during
+    /// that aborts, as it does for a `Vec`.
+    fn drain(&self) {
+        struct Rest<'a, T, M: Mode, P: Protocol>(&'a Chan<T, M, P>);
+
+        impl<T, M: Mode, P: Protocol> Drop for Rest<'_, T, M, P> {
+            fn drop(&mut self) {
+                self.0.drain();
+            }
+        }
+
+        let rest = Rest(self);
+        // Each message is dropped at the end of the loop condition, while
+        // the guard is armed.
+        while self.try_recv().is_ok() {}
+        std::mem::forget(rest);
     }
 
     pub(crate) fn is_disconnected(&self) -> bool {
@@ -298,16 +367,53 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
 /// fences, and parks only if `still_blocked` says the peer has not made
 /// progress in between. Returns after a wake, a timeout or a spurious
 /// return; the caller retries its operation either way.
+///
+/// If `park` unwinds (a coroutine cancelled at shutdown is unwound from
+/// inside its park), the waiter still leaves the list; see [`Registered`].
 fn wait_on<L: RawLock>(
     list: &WaitList<L>,
     park: &dyn Park,
     deadline: Option<Instant>,
     still_blocked: impl FnOnce() -> bool,
 ) {
-    let key = list.register(park.waker());
+    let registered = Registered {
+        list,
+        key: list.register(park.waker()),
+    };
     fence(Ordering::SeqCst);
     if still_blocked() {
         park.park(deadline);
     }
-    list.unregister(key);
+    registered.leave();
+}
+
+/// A waiter's entry on a waiter list, removed on every way out of
+/// `wait_on`. On a normal return ([`leave`](Registered::leave)) the caller
+/// retries its operation, which uses any wake it was chosen for. On unwind
+/// (`Drop`) there is no retry: an entry left behind would swallow the next
+/// wake-one (a dead waiter "woken" while a live one sleeps through a
+/// buffered message or a free slot), and a wake already taken would be
+/// lost, so it is passed on to the next waiter.
+struct Registered<'a, L: RawLock> {
+    list: &'a WaitList<L>,
+    key: Key,
+}
+
+impl<L: RawLock> Registered<'_, L> {
+    /// The normal way out.
+    fn leave(self) {
+        let this = std::mem::ManuallyDrop::new(self);
+        this.list.unregister(this.key);
+    }
+}
+
+impl<L: RawLock> Drop for Registered<'_, L> {
+    /// Only reached when unwinding out of `park` (or the re-check).
+    fn drop(&mut self) {
+        if !self.list.unregister(self.key) {
+            // A wake-one chose us (or a wake-all took everyone, in which
+            // case this is a harmless spurious wake). Hand it on.
+            self.list.notify_one();
+        }
+    }
 }

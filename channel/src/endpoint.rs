@@ -5,7 +5,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
-use crate::chan::Chan;
+use crate::chan::{Chan, Unsent};
 use crate::error::{
     RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
 };
@@ -57,6 +57,153 @@ fn deadline_after(timeout: Duration) -> Option<Instant> {
     Instant::now().checked_add(timeout)
 }
 
+// ---- settling a send ---------------------------------------------------
+//
+// The endpoints pass their message down by pointer (`Chan::send_from`) and
+// keep it where it is, in their by-value parameter, until the send is
+// settled. Then it is moved exactly once more, by one of the `Settle`
+// functions: forgotten (the ring holds it now) or moved into the error that
+// gives it back.
+//
+// In an unoptimised build every by-value use of a `T` is a `T`-sized slot in
+// the frame that makes it, used or not, and the endpoint's frame is the one
+// live while a sender is parked. So there the endpoint makes a single call,
+// through a function pointer chosen by the outcome: one slot in its frame,
+// one more, briefly, in the function called. An optimised build drops those
+// slots but would keep the indirect call, so there each outcome calls its
+// function directly.
+
+/// Disposes of a settled send's message and makes the endpoint's result.
+#[cfg(debug_assertions)]
+type Settle<T, M, P, E> = fn(&Chan<T, M, P>, Result<(), Unsent>, T) -> Result<(), E>;
+
+/// The `Settle` of a send that succeeded: the ring holds the message.
+fn delivered<T, M: Mode, P: Protocol, E>(
+    chan: &Chan<T, M, P>,
+    _: Result<(), Unsent>,
+    msg: T,
+) -> Result<(), E> {
+    // Forget this copy before waking anyone: a waker may panic (wakers are
+    // user code), and this copy must not be dropped as that unwinds.
+    std::mem::forget(msg);
+    chan.wake_receiver();
+    Ok(())
+}
+
+/// The error a failed send gives its message back in.
+trait GiveBack<T>: Sized {
+    /// The `Settle` of a send that failed: the message goes into the error.
+    ///
+    /// Does not unwind in an optimised build (its checks are debug
+    /// assertions): there `give_back_from` calls it on a bitwise copy of a
+    /// message whose original the caller still holds.
+    fn give_back<M: Mode, P: Protocol>(
+        chan: &Chan<T, M, P>,
+        outcome: Result<(), Unsent>,
+        msg: T,
+    ) -> Result<(), Self>;
+
+    /// [`give_back`](GiveBack::give_back) of a bitwise copy of `*msg`,
+    /// cold and out of line, so that neither the copy nor the error takes
+    /// room in a hot frame.
+    ///
+    /// # Safety
+    /// The caller must forget `*msg` afterwards: the copy owns the message.
+    #[cfg(not(debug_assertions))]
+    #[cold]
+    #[inline(never)]
+    unsafe fn give_back_from<M: Mode, P: Protocol>(
+        chan: &Chan<T, M, P>,
+        outcome: Result<(), Unsent>,
+        msg: &T,
+    ) -> Result<(), Self> {
+        // SAFETY: our caller forgets the original, and `give_back` does not
+        // unwind here, so the copy is the only one ever dropped.
+        Self::give_back(chan, outcome, unsafe { std::ptr::read(msg) })
+    }
+}
+
+impl<T> GiveBack<T> for SendError<T> {
+    #[inline]
+    fn give_back<M: Mode, P: Protocol>(
+        _: &Chan<T, M, P>,
+        outcome: Result<(), Unsent>,
+        msg: T,
+    ) -> Result<(), Self> {
+        // Without a deadline the only failure is disconnection.
+        debug_assert_eq!(outcome, Err(Unsent::Disconnected));
+        Err(SendError(msg))
+    }
+}
+
+impl<T> GiveBack<T> for TrySendError<T> {
+    #[inline]
+    fn give_back<M: Mode, P: Protocol>(
+        _: &Chan<T, M, P>,
+        outcome: Result<(), Unsent>,
+        msg: T,
+    ) -> Result<(), Self> {
+        debug_assert!(matches!(outcome, Err(Unsent::Full | Unsent::Disconnected)));
+        if outcome == Err(Unsent::Full) {
+            Err(TrySendError::Full(msg))
+        } else {
+            Err(TrySendError::Disconnected(msg))
+        }
+    }
+}
+
+impl<T> GiveBack<T> for SendTimeoutError<T> {
+    #[inline]
+    fn give_back<M: Mode, P: Protocol>(
+        _: &Chan<T, M, P>,
+        outcome: Result<(), Unsent>,
+        msg: T,
+    ) -> Result<(), Self> {
+        // A blocking send waits out a full channel.
+        debug_assert!(matches!(
+            outcome,
+            Err(Unsent::Timeout | Unsent::Disconnected)
+        ));
+        if outcome == Err(Unsent::Disconnected) {
+            Err(SendTimeoutError::Disconnected(msg))
+        } else {
+            Err(SendTimeoutError::Timeout(msg))
+        }
+    }
+}
+
+/// Ends a send that `send_from` or `try_send_from` reported as `$outcome`:
+/// the one by-value move of `$msg` in the endpoint (see above).
+#[cfg(debug_assertions)]
+macro_rules! settle {
+    ($chan:expr, $outcome:expr, $msg:ident) => {{
+        let outcome: Result<(), Unsent> = $outcome;
+        let settle: Settle<T, M, P, _> = match outcome {
+            Ok(()) => delivered,
+            Err(_) => GiveBack::give_back,
+        };
+        settle($chan, outcome, $msg)
+    }};
+}
+
+/// Ends a send that `send_from` or `try_send_from` reported as `$outcome`:
+/// `$msg` is forgotten, after being copied into the error if it failed.
+#[cfg(not(debug_assertions))]
+macro_rules! settle {
+    ($chan:expr, $outcome:expr, $msg:ident) => {{
+        let outcome: Result<(), Unsent> = $outcome;
+        match outcome {
+            Ok(()) => delivered($chan, outcome, $msg),
+            Err(_) => {
+                // SAFETY: `$msg` is forgotten just below.
+                let result = unsafe { GiveBack::give_back_from($chan, outcome, &$msg) };
+                std::mem::forget($msg);
+                result
+            }
+        }
+    }};
+}
+
 impl<T, M: Mode, P: Protocol> Sender<T, M, P> {
     /// Sends `msg`, blocking while the channel is full. In a coroutine only
     /// the coroutine blocks; on a plain thread, the thread parks.
@@ -69,10 +216,23 @@ impl<T, M: Mode, P: Protocol> Sender<T, M, P> {
     /// drop(rx);
     /// assert_eq!(tx.send(2).unwrap_err().into_inner(), 2);
     /// ```
+    ///
+    /// # Large messages: box them
+    ///
+    /// The message is moved in by value, so it is on the sender's stack
+    /// until the send copies it into the channel: in the caller's frame,
+    /// next to the `Result` that could give it back. The send path itself
+    /// adds no copy in an optimised build, and in a debug build one while it
+    /// waits (one more, briefly, as it finishes). Still, a coroutine's stack
+    /// is small (64 KiB by default in the swco executor), and the caller's
+    /// copies alone can fill it: send anything larger than a few hundred
+    /// bytes as a `Box<T>` (or a `Vec<T>`), so that only a pointer moves.
     pub fn send(&self, msg: T) -> Result<(), SendError<T>> {
-        self.chan
-            .send(msg, None)
-            .map_err(|e| SendError(e.into_inner()))
+        // SAFETY: `msg` is ours and stays put until `settle` moves it. On
+        // `Ok` the ring holds a copy, and `settle` forgets ours; on `Err`,
+        // and if the send unwinds out of a park, the message is still ours.
+        let outcome = unsafe { self.chan.send_from(&msg, None) };
+        settle!(&self.chan, outcome, msg)
     }
 
     /// Sends `msg` if there is room now.
@@ -84,17 +244,30 @@ impl<T, M: Mode, P: Protocol> Sender<T, M, P> {
     /// assert_eq!(tx.try_send(2), Err(TrySendError::Full(2)));
     /// ```
     pub fn try_send(&self, msg: T) -> Result<(), TrySendError<T>> {
-        self.chan.try_send(msg)
+        // SAFETY: as in `send`.
+        let outcome = unsafe { self.chan.try_send_from(&msg) };
+        settle!(&self.chan, outcome, msg)
     }
 
     /// Sends `msg`, blocking at most `timeout` while the channel is full.
+    ///
+    /// See [`send`](Sender::send) on large messages.
     pub fn send_timeout(&self, msg: T, timeout: Duration) -> Result<(), SendTimeoutError<T>> {
-        self.chan.send(msg, deadline_after(timeout))
+        // Not through `send_deadline`: passing `msg` on by value would put
+        // one more copy of it on the stack in a debug build.
+        let deadline = deadline_after(timeout);
+        // SAFETY: as in `send`.
+        let outcome = unsafe { self.chan.send_from(&msg, deadline) };
+        settle!(&self.chan, outcome, msg)
     }
 
     /// Sends `msg`, blocking at most until `deadline` while the channel is full.
+    ///
+    /// See [`send`](Sender::send) on large messages.
     pub fn send_deadline(&self, msg: T, deadline: Instant) -> Result<(), SendTimeoutError<T>> {
-        self.chan.send(msg, Some(deadline))
+        // SAFETY: as in `send`.
+        let outcome = unsafe { self.chan.send_from(&msg, Some(deadline)) };
+        settle!(&self.chan, outcome, msg)
     }
 
     /// Number of messages in the channel.

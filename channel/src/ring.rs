@@ -142,16 +142,22 @@ impl<T> Ring<T> {
         }
     }
 
-    /// Writes `value` into the slot at `pos` and publishes it to consumers.
+    /// Moves the value at `src` into the slot at `pos` (a bitwise copy, made
+    /// once, straight into the slot) and publishes it to consumers.
     ///
     /// # Safety
     /// The caller has claimed `pos` as a producer (the slot was `Ready` for
-    /// `Produce` and no other producer can claim `pos`).
+    /// `Produce` and no other producer can claim `pos`). `src` points to a
+    /// valid `T` outside the ring, which the caller must treat as moved from
+    /// (forget, not drop).
     #[inline]
-    pub(crate) unsafe fn write(&self, pos: usize, value: T) {
+    pub(crate) unsafe fn write_from(&self, pos: usize, src: *const T) {
         let slot = self.slot(pos);
-        // SAFETY: the caller owns the slot until the stamp store below.
-        slot.value.with_mut(|p| unsafe { (*p).write(value) });
+        // SAFETY: the caller owns the slot until the stamp store below, and
+        // `src` is valid for reads and, lying outside the ring, does not
+        // overlap the slot.
+        slot.value
+            .with_mut(|p| unsafe { std::ptr::copy_nonoverlapping(src, (*p).as_mut_ptr(), 1) });
         // Release: the data above must be visible before the stamp says so.
         slot.stamp.store(pos.wrapping_add(1), Ordering::Release);
     }
@@ -201,16 +207,53 @@ impl<T> Ring<T> {
 
 impl<T> Drop for Ring<T> {
     fn drop(&mut self) {
-        // Every endpoint is gone, so nothing is mid-claim: a slot holds a
-        // value exactly when its stamp is one past a position of its index.
-        for (index, slot) in self.slots.iter_mut().enumerate() {
-            // Relaxed: `&mut self` already orders us after every endpoint's drop.
-            let stamp = slot.stamp.load(Ordering::Relaxed);
-            if stamp & (self.one_lap - 1) == index + 1 {
-                // SAFETY: the stamp says the slot was written and not read;
-                // `&mut self` means no one else can touch it.
-                slot.value.with_mut(|p| unsafe { (*p).assume_init_drop() });
-            }
+        // SAFETY: `&mut self`: every endpoint is gone, and this is the only
+        // call, over all the slots.
+        unsafe { drop_values(&self.slots, self.one_lap, 0) };
+    }
+}
+
+/// Drops the values still held in `slots[start..]`. Like a `Vec`, if one
+/// value's drop panics, the ones after it are still dropped (by a guard,
+/// while unwinding) and then the panic goes on; a second panicking drop
+/// during that aborts, as it does for a `Vec`.
+///
+/// # Safety
+/// The caller has exclusive access to the ring (every endpoint is gone), and
+/// no slot from `start` on has had its value dropped already.
+unsafe fn drop_values<T>(slots: &[Slot<T>], one_lap: usize, start: usize) {
+    /// Drops the rest when a value's drop unwinds.
+    struct Rest<'a, T> {
+        slots: &'a [Slot<T>],
+        one_lap: usize,
+        start: usize,
+    }
+
+    impl<T> Drop for Rest<'_, T> {
+        fn drop(&mut self) {
+            // SAFETY: our caller's contract, for the slots after the one
+            // whose drop is unwinding (which no longer holds a value).
+            unsafe { drop_values(self.slots, self.one_lap, self.start) };
+        }
+    }
+
+    for (index, slot) in slots.iter().enumerate().skip(start) {
+        // Nothing is mid-claim: a slot holds a value exactly when its stamp
+        // is one past a position of its index.
+        // Relaxed: exclusive access already orders us after every
+        // endpoint's last touch of the ring.
+        let stamp = slot.stamp.load(Ordering::Relaxed);
+        if stamp & (one_lap - 1) == index + 1 {
+            let rest = Rest {
+                slots,
+                one_lap,
+                start: index + 1,
+            };
+            // SAFETY: the stamp says the slot was written and not read, and
+            // the caller says it was not dropped yet and no one else can
+            // touch it.
+            slot.value.with_mut(|p| unsafe { (*p).assume_init_drop() });
+            std::mem::forget(rest);
         }
     }
 }
@@ -218,6 +261,18 @@ impl<T> Drop for Ring<T> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    impl<T> Ring<T> {
+        /// `write_from`, by value.
+        ///
+        /// # Safety
+        /// As for `write_from`.
+        unsafe fn write(&self, pos: usize, value: T) {
+            let value = std::mem::ManuallyDrop::new(value);
+            // SAFETY: our caller's contract; `value` is never dropped here.
+            unsafe { self.write_from(pos, &*value) };
+        }
+    }
 
     #[test]
     fn positions_visit_every_slot_once_per_lap() {
@@ -267,5 +322,64 @@ mod tests {
         assert_eq!(ring.readiness(Turn::Produce, tail), Readiness::Behind);
         // Dropping the ring drops the three values (checked by Miri-less
         // valgrind runs; here it must simply not crash).
+    }
+
+    /// Counts its drops; the one with `explode` set panics in its drop
+    /// (after counting).
+    struct Bomb<'a> {
+        dropped: &'a std::cell::Cell<usize>,
+        explode: bool,
+    }
+
+    impl Drop for Bomb<'_> {
+        fn drop(&mut self) {
+            self.dropped.set(self.dropped.get() + 1);
+            if self.explode {
+                panic!("a value's drop panics");
+            }
+        }
+    }
+
+    #[test]
+    fn freeing_drops_every_value_past_a_panicking_drop() {
+        let dropped = std::cell::Cell::new(0);
+        let ring = Ring::new(5);
+        let (mut head, mut tail) = (0, 0);
+        // Wrap once, so the values sit at indices 2, 3, 4, 0, 1 (in order).
+        for _ in 0..2 {
+            // SAFETY: single-threaded, positions in order.
+            unsafe {
+                ring.write(
+                    tail,
+                    Bomb {
+                        dropped: &dropped,
+                        explode: false,
+                    },
+                )
+            };
+            tail = ring.next(tail);
+            // SAFETY: as above, for the consumer.
+            std::mem::forget(unsafe { ring.read(head) });
+            head = ring.next(head);
+        }
+        for i in 0..5 {
+            let bomb = Bomb {
+                dropped: &dropped,
+                explode: i == 1,
+            };
+            // SAFETY: single-threaded, positions in order.
+            unsafe { ring.write(tail, bomb) };
+            tail = ring.next(tail);
+        }
+        let freeing = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(ring)));
+        assert!(
+            freeing.is_err(),
+            "the drop's panic did not reach the dropper"
+        );
+        assert_eq!(
+            dropped.get(),
+            5,
+            "values left undropped after a panicking drop"
+        );
     }
 }

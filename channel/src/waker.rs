@@ -15,7 +15,9 @@
 //! Wake-one picks the oldest waiter and *removes* it from the list: being
 //! removed is how a waiter learns it was chosen. A chosen waiter always
 //! retries its operation at least once before giving up (even on timeout),
-//! so the progress it was woken for is never left unused while others sleep.
+//! or, if it unwinds out of its park instead, wakes the next waiter in its
+//! place (see `chan::Registered`), so the progress it was woken for is never
+//! left unused while others sleep.
 
 use std::collections::VecDeque;
 use std::task::Waker;

@@ -1,8 +1,18 @@
-//! Shared test helpers: a drop-counting message type.
+//! Shared test helpers: a drop-counting message type, and a park context
+//! that tells the test when a thread parks (and can be told to panic).
 #![allow(dead_code)]
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::task::{Wake, Waker};
+use std::time::{Duration, Instant};
+
+use swco_channel::hook::Park;
+
+/// How long a test waits for something that should happen promptly before
+/// declaring it hung. Only a guard against hanging for ever: no test
+/// asserts on how long anything took.
+pub const HANG_GUARD: Duration = Duration::from_secs(10);
 
 /// Counts how many values were made and how many dropped.
 #[derive(Default)]
@@ -46,5 +56,118 @@ impl<T> Drop for Counted<T> {
         assert!(self.alive, "message dropped twice");
         self.alive = false;
         self.census.dropped.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// When a [`TestPark`] panics out of `park`, the way a coroutine cancelled
+/// at shutdown is unwound from inside its park.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Panic {
+    /// Parks and returns normally.
+    Never,
+    /// Panics on entering `park`, while still registered as a waiter.
+    BeforeParking,
+    /// Parks until woken, then panics: the waiter was chosen by a wake-one
+    /// and unwinds without using the wake.
+    AfterWake,
+}
+
+/// A one-token parker for plain threads (a wake before `park` is kept).
+struct Token {
+    set: Mutex<bool>,
+    cond: Condvar,
+}
+
+impl Wake for Token {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        *self.set.lock().unwrap() = true;
+        self.cond.notify_one();
+    }
+}
+
+/// A park context for a plain thread that reports each park to a
+/// [`ParkProbe`]. Install it with `hook::set_current(Some(Rc::new(park)))`
+/// on the thread that will block.
+pub struct TestPark {
+    token: Arc<Token>,
+    panic: Panic,
+    parked: mpsc::Sender<()>,
+    timed_out: Arc<AtomicBool>,
+}
+
+/// The test's side of a [`TestPark`].
+pub struct ParkProbe {
+    parked: mpsc::Receiver<()>,
+    timed_out: Arc<AtomicBool>,
+}
+
+impl TestPark {
+    pub fn new(panic: Panic) -> (TestPark, ParkProbe) {
+        let (parked_tx, parked_rx) = mpsc::channel();
+        let timed_out = Arc::new(AtomicBool::new(false));
+        let park = TestPark {
+            token: Arc::new(Token {
+                set: Mutex::new(false),
+                cond: Condvar::new(),
+            }),
+            panic,
+            parked: parked_tx,
+            timed_out: timed_out.clone(),
+        };
+        let probe = ParkProbe {
+            parked: parked_rx,
+            timed_out,
+        };
+        (park, probe)
+    }
+}
+
+impl Park for TestPark {
+    fn waker(&self) -> Waker {
+        Waker::from(self.token.clone())
+    }
+
+    fn park(&self, deadline: Option<Instant>) {
+        // The waiter is registered (and has re-checked) by now.
+        let _ = self.parked.send(());
+        if self.panic == Panic::BeforeParking {
+            panic!("test park context: unwinding before parking");
+        }
+        let mut set = self.token.set.lock().unwrap();
+        // No spurious returns: only a wake or the deadline ends the park, so
+        // the probe can tell which one did.
+        while !*set {
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            set = match left {
+                None => self.token.cond.wait(set).unwrap(),
+                Some(left) if left.is_zero() => {
+                    self.timed_out.store(true, Ordering::SeqCst);
+                    return;
+                }
+                Some(left) => self.token.cond.wait_timeout(set, left).unwrap().0,
+            };
+        }
+        *set = false;
+        drop(set);
+        if self.panic == Panic::AfterWake {
+            panic!("test park context: unwinding after a wake");
+        }
+    }
+}
+
+impl ParkProbe {
+    /// Blocks until the thread has entered `park` (once more).
+    pub fn wait_parked(&self) {
+        self.parked
+            .recv_timeout(HANG_GUARD)
+            .expect("the thread never parked");
+    }
+
+    /// Whether some park ended at its deadline rather than by a wake.
+    pub fn timed_out(&self) -> bool {
+        self.timed_out.load(Ordering::SeqCst)
     }
 }
