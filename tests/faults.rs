@@ -696,3 +696,34 @@ fn a_drop_that_suspends_while_unwinding_a_panic_is_sound() {
         },
     );
 }
+
+// ---- 8. a large message on a coroutine stack ----------------------------------
+
+/// A blocking `send` of a 10 KiB message from a coroutine with the default
+/// 64 KiB stack: the send path keeps the message in one place while it
+/// waits, so this fits (it used to need about seven copies).
+#[test]
+fn blocking_send_of_a_10_kib_message_fits_the_default_stack() {
+    in_child_process(
+        "blocking_send_of_a_10_kib_message_fits_the_default_stack",
+        || {
+            const N: usize = 10 * 1024;
+            let rt = Runtime::builder().executors(1).build().unwrap();
+            let (tx, rx) = mpmc::bounded::<[u8; N]>(1);
+            let sender = rt
+                .spawn_on(0, move || {
+                    for i in 0..4u8 {
+                        tx.send([i; N]).unwrap(); // blocks from the second on
+                    }
+                })
+                .unwrap();
+            wait_blocked(&rt, 1);
+            for i in 0..4u8 {
+                let m = rx.recv().unwrap();
+                assert!(m.iter().all(|&b| b == i));
+            }
+            sender.join().unwrap();
+            rt.shutdown();
+        },
+    );
+}
