@@ -39,7 +39,6 @@ use std::sync::Arc;
 use std::task::{Wake, Waker};
 use std::time::Instant;
 
-use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use crossbeam_utils::CachePadded;
 use swco_channel::hook::{self, Park};
@@ -81,7 +80,7 @@ pub(crate) enum Suspend {
     Park(Option<Instant>),
 }
 
-type Co = Coroutine<(), Suspend, (), DefaultStack>;
+type Co = Coroutine<(), Suspend, (), stack::CoStack>;
 
 /// How long an executor with nothing to run watches its inbox before it
 /// parks its thread.

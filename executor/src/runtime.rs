@@ -19,7 +19,6 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use corosensei::stack::DefaultStack;
 use swco_channel::sync::Parker;
 
 use crate::error::{BuildError, ShutdownTimeout, SpawnError};
@@ -27,7 +26,7 @@ use crate::executor::{
     self, drop_payload, Cancelled, ExecutorShared, Job, Local, Start, CANCEL, STOP,
 };
 use crate::join::{JoinError, JoinHandle, JoinSlot};
-use crate::stack::{page_size, DEFAULT_STACK_SIZE, MIN_STACK_SIZE};
+use crate::stack::{self, page_size, DEFAULT_STACK_SIZE, MIN_STACK_SIZE};
 
 /// The default number of executors: one per CPE of an SW26010 core group.
 pub const DEFAULT_EXECUTORS: usize = 64;
@@ -159,7 +158,7 @@ impl RuntimeBuilder {
             .ok_or_else(|| too_large(std::io::Error::from(std::io::ErrorKind::InvalidInput)))?;
         // Map one stack now, so a size the OS cannot provide is a build error
         // rather than a failure at every spawn.
-        drop(DefaultStack::new(stack_size).map_err(too_large)?);
+        stack::probe(stack_size).map_err(too_large)?;
 
         let parkers: Vec<Parker> = (0..self.executors).map(|_| Parker::new()).collect();
         let executors: Vec<Arc<ExecutorShared>> = parkers

@@ -52,6 +52,15 @@ pub(crate) fn page_size() -> usize {
     }
 }
 
+/// The stack type coroutines run on.
+pub(crate) type CoStack = DefaultStack;
+
+/// Maps (and unmaps) one stack of `size` usable bytes, so that a size the OS
+/// cannot provide is a build error rather than a failure at every spawn.
+pub(crate) fn probe(size: usize) -> std::io::Result<()> {
+    DefaultStack::new(size).map(drop)
+}
+
 /// Free stacks of one executor, all of the same usable size.
 pub(crate) struct StackPool {
     size: usize,
