@@ -34,8 +34,8 @@ pub use swco_channel as channel;
 
 // --- runtime API (swco-executor) -------------------------------------------
 pub use swco_executor::{
-    current_cpe, spawn, yield_now, BuildError, ExecutorStats, JoinError, JoinHandle, Placement,
-    Runtime, RuntimeBuilder, ShutdownTimeout, SpawnError, Stats, DEFAULT_EXECUTORS,
+    current_cpe, spawn, yield_now, BuildError, ExecutorStats, GuardPages, JoinError, JoinHandle,
+    Placement, Runtime, RuntimeBuilder, ShutdownTimeout, SpawnError, Stats, DEFAULT_EXECUTORS,
     DEFAULT_STACK_SIZE, MAX_EXECUTORS, MIN_STACK_SIZE,
 };
 // --- end runtime API ---------------------------------------------------------

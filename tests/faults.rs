@@ -629,6 +629,11 @@ fn refused_spawn_reports_why_through_its_handle() {
             let rx = rx.clone();
             handles.push(rt.spawn_on(0, move || rx.recv().unwrap()).unwrap());
         }
+        // Each holds its stack, parked in `recv`, until every one has been
+        // started or refused (a stack is bound at a coroutine's first run).
+        wait_until("every coroutine started or was refused", || {
+            rt.stats().total().spawned == 1 + 6
+        });
         for i in 0..6 {
             tx.send(i).unwrap();
         }

@@ -303,7 +303,8 @@ fn yield_now_interleaves_coroutines_on_one_executor() {
     let log = Arc::new(std::sync::Mutex::new(Vec::new()));
     let log2 = log.clone();
     // Spawned from inside a coroutine, both children are queued before
-    // either runs, so the interleaving is deterministic.
+    // either runs, so the interleaving is deterministic: the newest spawn
+    // starts first (depth-first), and a yield lets the other one start.
     rt.spawn(move || {
         let hs: Vec<_> = (0..2)
             .map(|id| {
@@ -323,7 +324,7 @@ fn yield_now_interleaves_coroutines_on_one_executor() {
     .join()
     .unwrap();
     let log = log.lock().unwrap();
-    assert_eq!(*log, vec![(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)]);
+    assert_eq!(*log, vec![(1, 0), (0, 0), (1, 1), (0, 1), (1, 2), (0, 2)]);
     assert_eq!(swco::current_cpe(), None);
 }
 
@@ -589,4 +590,91 @@ fn blocking_suspends_only_the_coroutine_on_a_single_executor() {
     });
     sender.join().unwrap();
     assert_eq!(joiner.join().unwrap(), 18);
+}
+
+fn skynet(num: u64, size: u64) -> u64 {
+    if size == 1 {
+        return num;
+    }
+    let child = size / 10;
+    let handles: Vec<_> = (0..10)
+        .map(|i| swco::spawn(move || skynet(num + i * child, child)))
+        .collect();
+    handles.into_iter().map(|h| h.join().unwrap()).sum()
+}
+
+/// Skynet with 100 000 leaves: 111 111 coroutines spawned from inside
+/// coroutines, every join checked, the exact sum. Depth-first placement
+/// keeps only a few stacks in use at once.
+#[test]
+fn skynet_100_000_leaves_exact_sum() {
+    let rt = runtime(2);
+    let sum = rt.spawn(|| skynet(0, 100_000)).join().unwrap();
+    assert_eq!(sum, 100_000 * 99_999 / 2);
+    rt.shutdown();
+    let total = rt.stats().total();
+    // 1 + 10 + 100 + 1 000 + 10 000 + 100 000 nodes, the root included.
+    assert_eq!(total.spawned, 111_111);
+    assert_eq!(total.finished, 111_111);
+    assert!(
+        total.stacks_mapped < 10_000,
+        "depth-first order holds few stacks at once: {} mapped",
+        total.stacks_mapped
+    );
+}
+
+/// Stealing on (the default placement), many executors: a coroutine never
+/// moves once started, so `current_cpe()` is the same before and after
+/// every suspension; every coroutine runs exactly once.
+#[test]
+fn stolen_jobs_never_move_once_started() {
+    fn node(depth: u32, ran: Arc<AtomicUsize>, moved: Arc<AtomicUsize>) -> u64 {
+        ran.fetch_add(1, Ordering::SeqCst);
+        let here = swco::current_cpe().unwrap();
+        let check = |what: &str| {
+            if swco::current_cpe() != Some(here) {
+                moved.fetch_add(1, Ordering::SeqCst);
+                panic!("moved after {what}");
+            }
+        };
+        swco::yield_now();
+        check("yield");
+        if depth == 0 {
+            return 1;
+        }
+        let (tx, rx) = mpmc::bounded::<u64>(1);
+        let kids: Vec<_> = (0..4)
+            .map(|_| {
+                let (ran, moved, tx) = (ran.clone(), moved.clone(), tx.clone());
+                swco::spawn(move || {
+                    let n = node(depth - 1, ran, moved);
+                    tx.send(n).unwrap();
+                })
+            })
+            .collect();
+        drop(tx);
+        let mut sum = 0;
+        for v in rx.iter() {
+            check("recv");
+            sum += v;
+        }
+        for k in kids {
+            k.join().unwrap();
+            check("join");
+        }
+        sum + 1
+    }
+    let rt = runtime(8);
+    let (ran, moved) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (r, m) = (ran.clone(), moved.clone());
+    // 1 + 4 + 16 + 64 + 256 + 1024 + 4096 nodes.
+    let total = rt.spawn(move || node(6, r, m)).join().unwrap();
+    assert_eq!(total, 5461);
+    assert_eq!(ran.load(Ordering::SeqCst), 5461);
+    assert_eq!(moved.load(Ordering::SeqCst), 0);
+    rt.shutdown();
+    let per = rt.stats();
+    assert_eq!(per.total().finished, 5461);
+    let busy = per.executors.iter().filter(|e| e.spawned > 0).count();
+    eprintln!("coroutines started on {busy} of 8 executors");
 }

@@ -34,12 +34,13 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Wake, Waker};
 use std::time::Instant;
 
 use corosensei::{Coroutine, CoroutineResult, Yielder};
+use crossbeam_deque::{Steal, Stealer, Worker};
 use crossbeam_utils::CachePadded;
 use swco_channel::hook::{self, Park};
 use swco_channel::sync::{Parker, Unparker};
@@ -121,17 +122,47 @@ pub(crate) struct ExecutorShared {
     /// placement and the shutdown report).
     pub(crate) live: CachePadded<AtomicUsize>,
     pub(crate) counters: CachePadded<Counters>,
+    /// Set while the executor has nothing to run (it may be parked): it will
+    /// take work offered by a busy executor. Cleared by whoever claims it
+    /// (with a CAS, so one offer wakes it once) or by the executor itself.
+    idle: CachePadded<AtomicBool>,
+    /// The other end of the executor's local spawn deque: idle executors
+    /// steal unstarted jobs here, oldest first.
+    stealer: Stealer<Job>,
+    /// The deque's owning end, until the executor thread takes it.
+    worker: std::sync::Mutex<Option<Worker<Job>>>,
 }
 
 impl ExecutorShared {
     pub(crate) fn new(index: usize, unparker: Unparker) -> Self {
+        let spawns = Worker::new_lifo();
         ExecutorShared {
             index,
             inbox: CachePadded::new(Inbox::new(unparker)),
             stop: AtomicU8::new(RUN),
             live: CachePadded::new(AtomicUsize::new(0)),
             counters: CachePadded::new(Counters::default()),
+            idle: CachePadded::new(AtomicBool::new(false)),
+            stealer: spawns.stealer(),
+            worker: std::sync::Mutex::new(Some(spawns)),
         }
+    }
+
+    /// Wakes this executor if it is idle, so that it steals work; `true` if
+    /// it was (and is now claimed).
+    pub(crate) fn claim_idle(&self) -> bool {
+        // Relaxed first look: offers are hints; a missed one costs only
+        // parallelism (the owner runs its jobs anyway).
+        if !self.idle.load(Ordering::Relaxed)
+            || self
+                .idle
+                .compare_exchange(true, false, Ordering::AcqRel, Ordering::Relaxed)
+                .is_err()
+        {
+            return false;
+        }
+        self.inbox.unpark();
+        true
     }
 
     /// Hands a new coroutine to this executor from another thread.
@@ -179,7 +210,11 @@ impl Wake for TaskHeader {
 fn schedule(home: &Arc<ExecutorShared>, slot: usize) {
     if let Some(local) = Local::current() {
         if std::ptr::eq(Arc::as_ptr(&local.shared), Arc::as_ptr(home)) {
-            local.run_queue.borrow_mut().0.push_back(slot);
+            // Woken by its own executor: it runs next (depth-first hand-off);
+            // whatever was next goes to the back of the queue.
+            if let Some(previous) = local.run_next.replace(Some(slot)) {
+                local.run_queue.borrow_mut().0.push_back(previous);
+            }
             bump(&local.shared.counters.wakes, 1);
             return;
         }
@@ -321,6 +356,37 @@ pub(crate) struct Local {
     no_suspend: Cell<u32>,
     /// Whether a refused spawn (no stack) was already reported on stderr.
     refusal_reported: Cell<bool>,
+    /// The slot to run before the run queue: a coroutine just woken by
+    /// another coroutine of this executor (a depth-first hand-off).
+    run_next: Cell<Option<usize>>,
+    /// Runs taken from `run_next` in a row, bounded by [`RUN_NEXT_BUDGET`]
+    /// so a ping-pong pair cannot starve the run queue.
+    run_next_streak: Cell<u32>,
+    /// Jobs spawned here by this executor's coroutines, not started yet:
+    /// newest first (depth-first); idle executors steal the oldest.
+    spawns: Worker<Job>,
+    /// Jobs placed here from outside or pinned (`spawn_on`), not started
+    /// yet: in arrival order, never stolen.
+    placed: RefCell<VecDeque<Job>>,
+    /// Scheduling decisions so far, for the periodic fairness checks.
+    ticks: Cell<u32>,
+    /// Mirror of `shared.idle` as this thread last set it.
+    idle: Cell<bool>,
+}
+
+/// Hand-offs through `run_next` in a row before the run queue gets a turn.
+const RUN_NEXT_BUDGET: u32 = 16;
+
+/// Every this many scheduling decisions, jobs waiting to start are served
+/// oldest first, before started coroutines and newer jobs.
+const FAIRNESS_PERIOD: u32 = 61;
+
+/// What the executor runs next.
+enum Runnable {
+    /// A started coroutine, by slot.
+    Slot(usize),
+    /// A job to start.
+    Job(Job),
 }
 
 thread_local! {
@@ -433,8 +499,26 @@ impl Local {
         });
     }
 
-    /// Creates a coroutine for `job` on this executor and makes it runnable.
+    /// Queues `job`, placed here (pinned, or placed by the runtime's policy
+    /// from outside): started in arrival order, never stolen. It holds no
+    /// stack until it first runs.
     pub(crate) fn start(&self, job: Job) {
+        self.placed.borrow_mut().push_back(job);
+    }
+
+    /// Queues `job`, spawned by a coroutine of this executor onto it: the
+    /// newest such job starts first (depth-first), and idle executors may
+    /// steal the oldest ones. It holds no stack until it first runs.
+    pub(crate) fn start_local(&self, job: Job) {
+        self.spawns.push(job);
+        // More than the one we are about to run next: worth an idle hand.
+        if self.spawns.len() > 1 {
+            self.runtime.offer_work(self.shared.index);
+        }
+    }
+
+    /// Gives `job` a stack and a coroutine, and runs it.
+    fn launch(&self, job: Job) {
         let taken = self.pool.borrow_mut().take();
         let stack = match taken {
             Ok((stack, fresh)) => {
@@ -500,8 +584,8 @@ impl Local {
                 timer_seq: 0,
             }),
         );
-        self.run_queue.borrow_mut().0.push_back(slot);
         bump(&self.shared.counters.spawned, 1);
+        self.run_task(slot);
     }
 
     /// The header of the coroutine being resumed, if any.
@@ -655,26 +739,36 @@ impl Local {
                 self.cancelling.set(true);
                 self.kick_cancel();
             }
+            if self.idle.get() {
+                self.set_idle(false);
+            }
             // Timers are checked when idle, and every 64 runs so a busy
             // executor does not starve a timed-out waiter.
             let mut next = None;
             if since_timers < 64 {
-                next = self.run_queue.borrow_mut().0.pop_front();
+                next = self.next_runnable();
             }
             if next.is_none() {
                 since_timers = 0;
                 self.fire_timers();
-                next = self.run_queue.borrow_mut().0.pop_front();
+                next = self.next_runnable().or_else(|| self.steal());
             }
-            if let Some(slot) = next {
-                self.run_task(slot);
+            if let Some(runnable) = next {
+                match runnable {
+                    Runnable::Slot(slot) => self.run_task(slot),
+                    Runnable::Job(job) => self.launch(job),
+                }
                 since_timers += 1;
                 continue;
             }
-            // Nothing runnable.
+            // Nothing runnable: other executors may offer us work.
+            self.set_idle(true);
             // Acquire: pairs with request_stop's Release.
             match self.shared.stop.load(Ordering::Acquire) {
-                STOP | CANCEL if self.shared.live.load(Ordering::Relaxed) == 0 => return,
+                STOP | CANCEL if self.shared.live.load(Ordering::Relaxed) == 0 => {
+                    self.set_idle(false);
+                    return;
+                }
                 // Coroutines left are parked in a `Drop` that blocks during
                 // their unwinding (they run it to the end when woken), or
                 // were passed over by `raise_cancel`: try those again once
@@ -690,15 +784,92 @@ impl Local {
             // has halted), while a peer on another executor often answers
             // within a few. The grace is bounded and short, so on a busy
             // machine it costs at most that much of the core per idle spell.
-            // A push racing with the last look leaves an unpark token, so the
-            // park below returns at once (see `inbox.rs`).
+            // Then the inbox's sleep protocol: one CAS marks it `SLEEPING`
+            // unless a push came in since the last look (then drain, not
+            // park), and the push that clears the mark unparks us (see
+            // `inbox.rs`).
             if self.idle_grace() {
                 continue;
             }
-            bump(&self.shared.counters.parks, 1);
             let earliest = self.timers.borrow().peek().map(|Reverse((d, _, _))| *d);
-            parker.park(earliest);
+            if self.shared.inbox.park(parker, earliest) {
+                bump(&self.shared.counters.parks, 1);
+            }
         }
+    }
+
+    /// The next coroutine to resume or job to start, in this order: the
+    /// `run_next` hand-off (within its budget); jobs waiting to start —
+    /// the newest local spawn first, so a tree of coroutines unfolds
+    /// depth-first, then placed jobs in arrival order; then started
+    /// coroutines, in FIFO order. Every [`FAIRNESS_PERIOD`] decisions the
+    /// oldest of each goes first instead, so neither a stream of spawns nor
+    /// coroutines that keep yielding starve the rest.
+    fn next_runnable(&self) -> Option<Runnable> {
+        let tick = self.ticks.get().wrapping_add(1);
+        self.ticks.set(tick);
+        if tick % FAIRNESS_PERIOD == 0 {
+            if let Some(slot) = self.run_queue.borrow_mut().0.pop_front() {
+                return Some(Runnable::Slot(slot));
+            }
+            if let Some(job) = self.placed.borrow_mut().pop_front() {
+                return Some(Runnable::Job(job));
+            }
+            if let Some(job) = self.shared.stealer.steal().success() {
+                return Some(Runnable::Job(job));
+            }
+        }
+        if let Some(slot) = self.run_next.take() {
+            let streak = self.run_next_streak.get();
+            if streak < RUN_NEXT_BUDGET {
+                self.run_next_streak.set(streak + 1);
+                return Some(Runnable::Slot(slot));
+            }
+            self.run_queue.borrow_mut().0.push_back(slot);
+        }
+        self.run_next_streak.set(0);
+        if let Some(job) = self.spawns.pop() {
+            return Some(Runnable::Job(job));
+        }
+        if let Some(job) = self.placed.borrow_mut().pop_front() {
+            return Some(Runnable::Job(job));
+        }
+        self.run_queue.borrow_mut().0.pop_front().map(Runnable::Slot)
+    }
+
+    /// Takes unstarted jobs from another executor's local spawns (a batch,
+    /// oldest first), starting from the next executor round. Started
+    /// coroutines never move: only jobs that hold no stack yet do.
+    fn steal(&self) -> Option<Runnable> {
+        let all = &self.runtime.executor_shared();
+        let n = all.len();
+        for k in 1..n {
+            let victim = &all[(self.shared.index + k) % n];
+            let before = self.spawns.len();
+            let job = loop {
+                match victim.stealer.steal_batch_and_pop(&self.spawns) {
+                    Steal::Success(job) => break Some(job),
+                    Steal::Empty => break None,
+                    Steal::Retry => std::hint::spin_loop(),
+                }
+            };
+            if let Some(job) = job {
+                let moved = self.spawns.len() - before + 1;
+                // Relaxed: load estimates (placement, reports, the exit
+                // check of an executor whose jobs were all taken).
+                self.shared.live.fetch_add(moved, Ordering::Relaxed);
+                victim.live.fetch_sub(moved, Ordering::Relaxed);
+                return Some(Runnable::Job(job));
+            }
+        }
+        None
+    }
+
+    /// Publishes whether this executor has nothing to run.
+    fn set_idle(&self, idle: bool) {
+        self.idle.set(idle);
+        // Relaxed: a hint for `offer_work`; see `ExecutorShared::idle`.
+        self.shared.idle.store(idle, Ordering::Relaxed);
     }
 
     /// Cancelling shutdown: makes every parked coroutine not yet cancelled
@@ -753,6 +924,7 @@ impl Local {
             std::mem::forget(task);
         }
         self.run_queue.borrow_mut().0.clear();
+        self.run_next.set(None);
     }
 }
 
@@ -881,18 +1053,18 @@ pub(crate) fn run_executor(
     shared: Arc<ExecutorShared>,
     runtime: Arc<RuntimeShared>,
     parker: Parker,
-    stack_size: usize,
+    stacks: stack::StackConfig,
 ) {
-    let _alt_stack = stack::prepare_thread(shared.index, stack_size);
+    let _alt_stack = stack::prepare_thread(shared.index, stacks.size());
     let local = Local {
-        shared,
+        shared: shared.clone(),
         runtime,
         run_queue: RefCell::default(),
         wait_queue: RefCell::default(),
         timers: RefCell::default(),
         next_timer_seq: Cell::new(0),
         stale_timers: Cell::new(0),
-        pool: RefCell::new(StackPool::new(stack_size)),
+        pool: RefCell::new(StackPool::new(stacks)),
         spare: RefCell::default(),
         running: Cell::new(std::ptr::null()),
         yielder: Cell::new(std::ptr::null()),
@@ -900,6 +1072,17 @@ pub(crate) fn run_executor(
         finished_while_cancelling: Cell::new(false),
         no_suspend: Cell::new(0),
         refusal_reported: Cell::new(false),
+        run_next: Cell::new(None),
+        run_next_streak: Cell::new(0),
+        spawns: shared
+            .worker
+            .lock()
+            .unwrap()
+            .take()
+            .expect("an executor's deque is taken once"),
+        placed: RefCell::default(),
+        ticks: Cell::new(0),
+        idle: Cell::new(false),
     };
     CURRENT.with(|c| c.set(&local));
     let park = Rc::new(CoroutinePark {

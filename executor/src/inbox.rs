@@ -1,23 +1,77 @@
 //! An executor's inbox: how other threads hand it new coroutines and wakes,
 //! and wake it up if it sleeps.
 //!
+//! A lock-free multi-producer, single-consumer stack (Treiber's push; no
+//! pop: the executor takes the whole list at once) whose head word also
+//! holds the executor's sleep state. `head` is one of
+//!
+//! * `EMPTY` (0): nothing queued; the executor is awake;
+//! * `SLEEPING` (1): nothing queued; the executor is parked, or about to
+//!   park, and the next pusher must unpark it;
+//! * a node pointer: the items queued, newest first; the executor is awake,
+//!   or has already been unparked by the pusher that replaced `SLEEPING`.
+//!
+//! A remote wake or spawn is one allocation and one successful
+//! compare-and-swap on the one line of `head`; an unpark only when it finds
+//! the executor asleep.
+//!
 //! # Invariants
 //!
-//! * `pending` is `true` whenever the queue may hold items the executor has
-//!   not taken yet: a pusher sets it *after* pushing, the executor clears it
-//!   *before* taking the queue.
-//! * Whoever flips `pending` from `false` to `true` unparks the executor. The
-//!   executor parks only after seeing `pending == false`, and the parker
-//!   keeps an unpark that comes before the park as a token, so a hand-off is
-//!   never slept through.
-//! * Only the flip from `false` unparks: while the executor has not drained,
-//!   further pushes cost a lock and one atomic, no syscall.
+//! * Every write to `head` is a read-modify-write (a pusher's CAS, the
+//!   executor's `swap` or CAS), so each one reads the value just before it
+//!   in `head`'s modification order, whatever its memory ordering.
+//! * Only the executor writes `SLEEPING`, and only in place of `EMPTY` (one
+//!   CAS, in [`Inbox::park`]). If that CAS succeeds, every node pushed
+//!   before it has been taken; if it fails, something arrived and the
+//!   executor drains instead of parking.
+//! * A pusher's successful CAS both links its node and reads the state it
+//!   replaced. The first push after the executor's `EMPTY -> SLEEPING` CAS
+//!   reads `SLEEPING` (it is the next write), and it is the only push of
+//!   that sleep to do so (it leaves a pointer): it, and only it, unparks.
+//!   The parker keeps an unpark that comes before the park as a token, so a
+//!   hand-off is never slept through, and pushes to an awake executor
+//!   (`head` is `EMPTY` or a pointer) cost no syscall.
+//! * Back from `park` (unparked, stop request, timer deadline or spurious),
+//!   the executor CASes `SLEEPING -> EMPTY`; if that fails, a pusher has
+//!   already replaced `SLEEPING` with its node (and unparks, or has
+//!   unparked, the executor: at worst one later park returns at once).
+//! * A node belongs to its pusher until the CAS that publishes it (Release),
+//!   and then to the executor: only the executor takes nodes, always the
+//!   whole list, with one `swap` to `EMPTY` (Acquire). Later pushers' CASes
+//!   are read-modify-writes, so they continue every earlier pusher's release
+//!   sequence and the one Acquire swap sees every node's contents. The
+//!   executor frees each node it took, once.
+//! * No ABA. Pushers never dereference `head`: they copy its value into
+//!   their own node's `next` and CAS on it. If the node at that address was
+//!   taken, freed and its memory pushed again meanwhile, the CAS still links
+//!   the new node in front of the list that is there now, which is exactly
+//!   right. The executor never CASes on a pointer (its `swap` is
+//!   unconditional; its CASes expect the tags `EMPTY` and `SLEEPING`, which
+//!   are no addresses). ABA hurts a Treiber stack's *pop*, which reads
+//!   `head->next` and CASes on `head`; this stack has no pop.
+//! * Node addresses are at least 2-aligned, so no pointer equals `SLEEPING`.
+//!   `SLEEPING` is never combined with a pointer: it is only set on an
+//!   empty list, and a push replaces it.
+//! * Pushes come out in arrival order: the list is newest first, and the
+//!   drain reverses what it took.
 //!
 //! The module only uses [`swco_channel::sync`], so it compiles under
-//! `--cfg loom` and the no-sleeping-through-a-hand-off property is
-//! model-checked (see `loom-tests/tests/executor.rs`).
+//! `--cfg loom`, and the hand-off (never slept through, never lost,
+//! delivered once and in order, nodes read only after they were published)
+//! is model-checked against a parking executor in
+//! `loom-tests/tests/executor.rs`.
 
-use swco_channel::sync::{AtomicBool, Mutex, Ordering, Unparker};
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
+use std::ptr;
+use std::time::Instant;
+
+use swco_channel::sync::{AtomicUsize, Ordering, Parker, Unparker, UnsafeCell};
+
+/// `head`: nothing queued, executor awake.
+const EMPTY: usize = 0;
+/// `head`: nothing queued, executor parked or about to park.
+const SLEEPING: usize = 1;
 
 /// Items handed to an executor, in arrival order per kind.
 #[doc(hidden)]
@@ -44,40 +98,94 @@ impl<J> InboxQueue<J> {
     }
 }
 
+/// One thing handed over.
+enum Item<J> {
+    Wake(usize),
+    Spawn(J),
+}
+
+/// A list cell, boxed by its pusher and freed by the executor.
+///
+/// The fields are cells so that loom checks that the executor reads them
+/// only after the push that wrote them happened-before (with `std` they are
+/// plain `UnsafeCell`s).
+struct Node<J> {
+    /// The next older node, or null.
+    next: UnsafeCell<*mut Node<J>>,
+    /// Moved out by the drain, which then frees the node without dropping
+    /// it again.
+    item: UnsafeCell<ManuallyDrop<Item<J>>>,
+}
+
 /// See the module docs.
 #[doc(hidden)]
 pub struct Inbox<J> {
-    pending: AtomicBool,
-    queue: Mutex<InboxQueue<J>>,
+    /// `EMPTY`, `SLEEPING` or the newest node (see the module docs).
+    head: AtomicUsize,
     unparker: Unparker,
+    /// The inbox owns the `J`s queued in its nodes.
+    _items: PhantomData<J>,
 }
+
+// SAFETY: through `&Inbox`, a `J` is only ever moved in (by a pusher) or out
+// (by a drain, which owns the nodes its `swap` took, even if two threads
+// drained at once); no `&J` is shared between threads. So sharing the inbox
+// needs `J: Send` only, as for `Mutex<Vec<J>>`.
+unsafe impl<J: Send> Sync for Inbox<J> {}
 
 impl<J> Inbox<J> {
     /// An empty inbox that wakes its executor through `unparker`.
     pub fn new(unparker: Unparker) -> Self {
         Inbox {
-            pending: AtomicBool::new(false),
-            queue: Mutex::new(InboxQueue::default()),
+            head: AtomicUsize::new(EMPTY),
             unparker,
+            _items: PhantomData,
         }
     }
 
     /// Hands a new coroutine to the executor.
     pub fn push_spawn(&self, job: J) {
-        self.queue.lock().unwrap().spawns.push(job);
-        self.kick();
+        self.push(Item::Spawn(job));
     }
 
     /// Asks the executor to run the coroutine in `slot` again.
     pub fn push_wake(&self, slot: usize) {
-        self.queue.lock().unwrap().wakes.push(slot);
-        self.kick();
+        self.push(Item::Wake(slot));
     }
 
-    fn kick(&self) {
-        // AcqRel: the push is already published by the mutex; the swap just
-        // decides who unparks, and must not be reordered before the push.
-        if !self.pending.swap(true, Ordering::AcqRel) {
+    fn push(&self, item: Item<J>) {
+        let node = Box::into_raw(Box::new(Node {
+            next: UnsafeCell::new(ptr::null_mut()),
+            item: UnsafeCell::new(ManuallyDrop::new(item)),
+        }));
+        // Relaxed: only a first guess for the CAS; never dereferenced.
+        let mut head = self.head.load(Ordering::Relaxed);
+        loop {
+            let next = if head == SLEEPING {
+                ptr::null_mut()
+            } else {
+                head as *mut Node<J>
+            };
+            // SAFETY: `node` is a live box that only this thread knows of
+            // until the CAS below publishes it.
+            unsafe { (*node).next.with_mut(|p| *p = next) };
+            // Release on success: publishes the node (its `next` and item)
+            // to the executor's Acquire swap. Relaxed on failure: the value
+            // read is only the next guess.
+            match self.head.compare_exchange_weak(
+                head,
+                node as usize,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(now) => head = now,
+            }
+        }
+        if head == SLEEPING {
+            // We replaced `SLEEPING`: ours is the only push of this sleep to
+            // do so, and the parker keeps the unpark if the executor has not
+            // parked yet.
             self.unparker.unpark();
         }
     }
@@ -87,28 +195,90 @@ impl<J> Inbox<J> {
         self.unparker.unpark();
     }
 
-    /// Whether something may have been pushed since the last drain.
+    /// Whether something was pushed since the last drain.
     #[inline]
     pub fn is_pending(&self) -> bool {
-        // Relaxed: a hint; the parker token covers a racing push.
-        self.pending.load(Ordering::Relaxed)
+        // Relaxed: a hint; `drain_into`'s swap is the synchronising read,
+        // and `park`'s CAS decides for certain before sleeping.
+        self.head.load(Ordering::Relaxed) > SLEEPING
     }
 
-    /// If anything was pushed since the last drain, swaps the queue with
-    /// `spare` (which should be empty, keeping its capacity for the next
-    /// pushes) and returns `true`.
-    pub fn drain_into(&self, spare: &mut InboxQueue<J>) -> bool {
-        // Relaxed peek keeps the common empty case free of RMW; the swap's
-        // Acquire pairs with the pusher's AcqRel swap.
-        if !self.is_pending() || !self.pending.swap(false, Ordering::Acquire) {
+    /// If anything was pushed since the last drain, appends it to `queue`
+    /// (in arrival order per kind) and returns `true`. Executor thread only.
+    pub fn drain_into(&self, queue: &mut InboxQueue<J>) -> bool {
+        // The Relaxed peek keeps the common empty case free of RMW.
+        if !self.is_pending() {
             return false;
         }
-        std::mem::swap(&mut *self.queue.lock().unwrap(), spare);
+        // Acquire: pairs with the Release CAS of every push in the list
+        // (each later push's CAS continues the release sequence). Only the
+        // drain takes nodes, so the list seen above is still there.
+        let head = self.head.swap(EMPTY, Ordering::Acquire);
+        debug_assert!(head > SLEEPING, "the inbox emptied under its drain");
+        let (spawns, wakes) = (queue.spawns.len(), queue.wakes.len());
+        // (Never a tag for the one executor; a misused concurrent drain
+        // could see one, and takes no node then.)
+        let mut node = if head > SLEEPING {
+            head as *mut Node<J>
+        } else {
+            ptr::null_mut()
+        };
+        while !node.is_null() {
+            // SAFETY: `node` came from `Box::into_raw` in `push`, was
+            // published by its pusher's Release CAS, which our Acquire swap
+            // synchronises with, and was reachable from the head we swapped
+            // out: it is ours alone now, and we free it exactly once, here.
+            let boxed = unsafe { Box::from_raw(node) };
+            // SAFETY: the pusher's write of `next` happened-before (above).
+            node = boxed.next.with(|p| unsafe { *p });
+            // SAFETY: as above for the item; it is moved out once, and the
+            // box's drop does not drop it again (`ManuallyDrop`).
+            let item = boxed
+                .item
+                .with(|p| ManuallyDrop::into_inner(unsafe { ptr::read(p) }));
+            match item {
+                Item::Wake(slot) => queue.wakes.push(slot),
+                Item::Spawn(job) => queue.spawns.push(job),
+            }
+        }
+        // The list was newest first.
+        queue.spawns[spawns..].reverse();
+        queue.wakes[wakes..].reverse();
         true
     }
 
-    /// Takes every queued spawn (used when cancelling at shutdown).
-    pub fn take_spawns(&self) -> Vec<J> {
-        std::mem::take(&mut self.queue.lock().unwrap().spawns)
+    /// Parks the executor on `parker` (until `deadline`, if any) unless
+    /// something arrived: `false` if it did not park because the inbox is not
+    /// empty (drain it). Executor thread only, with the inbox just seen
+    /// empty; on return the executor is awake again (`head` is not
+    /// `SLEEPING`).
+    pub fn park(&self, parker: &Parker, deadline: Option<Instant>) -> bool {
+        // Relaxed, both ways: the CAS publishes no data (a push's contents
+        // travel by its Release CAS and the drain's Acquire swap), and the
+        // wake-up is the parker's business; what matters is that the CAS is
+        // a read-modify-write (module invariants). Failure: a pointer is
+        // there; the caller drains.
+        if self
+            .head
+            .compare_exchange(EMPTY, SLEEPING, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+        {
+            return false;
+        }
+        parker.park(deadline);
+        // Relaxed: as above. Failure: a pusher replaced `SLEEPING` with its
+        // node (and unparks us, or did); the caller's drain takes it.
+        let _ = self
+            .head
+            .compare_exchange(SLEEPING, EMPTY, Ordering::Relaxed, Ordering::Relaxed);
+        true
+    }
+}
+
+impl<J> Drop for Inbox<J> {
+    fn drop(&mut self) {
+        // Frees the nodes left (and drops their items), in arrival order.
+        let mut left = InboxQueue::default();
+        self.drain_into(&mut left);
     }
 }

@@ -45,7 +45,7 @@ pub use runtime::{
     DEFAULT_EXECUTORS, MAX_EXECUTORS,
 };
 #[cfg(not(loom))]
-pub use stack::{DEFAULT_STACK_SIZE, MIN_STACK_SIZE};
+pub use stack::{GuardPages, DEFAULT_STACK_SIZE, MIN_STACK_SIZE};
 
 /// The executor's synchronisation cores, exposed for loom models only: the
 /// per-coroutine wake state machine, the inbox hand-off and the join-handle

@@ -48,10 +48,18 @@ const CANCEL_PATIENCE: Duration = Duration::from_millis(200);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Placement {
-    /// Executors in turn: 0, 1, 2, ... (the default).
+    /// Local with stealing (the default), as Go and tokio schedule. A
+    /// coroutine spawned from inside a coroutine goes on its spawner's
+    /// executor, and the newest such spawn starts first, so a tree of
+    /// coroutines unfolds depth-first and holds few stacks at once; an idle
+    /// executor steals the oldest spawns that have not started (a started
+    /// coroutine never moves). Spawns from outside the runtime go round-robin.
     #[default]
+    Local,
+    /// Executors in turn: 0, 1, 2, ...; no stealing.
     RoundRobin,
-    /// The executor with the fewest live coroutines (ties: lowest index).
+    /// The executor with the fewest live coroutines (ties: lowest index);
+    /// no stealing.
     LeastLoaded,
 }
 
@@ -72,6 +80,8 @@ pub struct RuntimeBuilder {
     executors: usize,
     stack_size: usize,
     placement: Placement,
+    guard_pages: stack::GuardPages,
+    max_stacks: usize,
 }
 
 impl Default for RuntimeBuilder {
@@ -79,13 +89,16 @@ impl Default for RuntimeBuilder {
         RuntimeBuilder {
             executors: DEFAULT_EXECUTORS,
             stack_size: DEFAULT_STACK_SIZE,
-            placement: Placement::RoundRobin,
+            placement: Placement::default(),
+            guard_pages: stack::GuardPages::Auto,
+            max_stacks: usize::MAX,
         }
     }
 }
 
 impl RuntimeBuilder {
-    /// A builder with the defaults: 64 executors, 64 KiB stacks, round-robin.
+    /// A builder with the defaults: 64 executors, 64 KiB stacks, local
+    /// placement with stealing.
     pub fn new() -> Self {
         Self::default()
     }
@@ -103,6 +116,27 @@ impl RuntimeBuilder {
     /// [`BuildError::StackTooSmall`].
     pub fn stack_size(mut self, bytes: usize) -> Self {
         self.stack_size = bytes;
+        self
+    }
+
+    /// How the guard page below each coroutine stack is made (see
+    /// [`GuardPages`](stack::GuardPages)); [`Runtime::guard_pages`] reports
+    /// the path taken. With the default, `Auto`, the environment variable
+    /// `SWCO_GUARD_PAGES` (`madvise`, `mprotect` or `auto`) decides, else
+    /// the kernel's support for guard regions. An explicit
+    /// `GuardRegion` on a kernel without them (before Linux 6.13) is a
+    /// [`BuildError::StackTooLarge`] naming the cause.
+    pub fn guard_pages(mut self, how: stack::GuardPages) -> Self {
+        self.guard_pages = how;
+        self
+    }
+
+    /// The most coroutine stacks each executor may hold (live and free):
+    /// a spawn beyond it is refused (`JoinError::is_refused`). For tests of
+    /// spawn failure; unlimited by default.
+    #[doc(hidden)]
+    pub fn max_stacks(mut self, per_executor: usize) -> Self {
+        self.max_stacks = per_executor;
         self
     }
 
@@ -156,9 +190,11 @@ impl RuntimeBuilder {
                     .is_some_and(|t| t <= isize::MAX as usize)
             })
             .ok_or_else(|| too_large(std::io::Error::from(std::io::ErrorKind::InvalidInput)))?;
-        // Map one stack now, so a size the OS cannot provide is a build error
-        // rather than a failure at every spawn.
-        stack::probe(stack_size).map_err(too_large)?;
+        // Pick the guard-page path and map one stack now, so a size the OS
+        // cannot provide (or a guard path it lacks) is a build error rather
+        // than a failure at every spawn.
+        let stacks = stack::StackConfig::new(stack_size, self.guard_pages, self.max_stacks)
+            .map_err(too_large)?;
 
         let parkers: Vec<Parker> = (0..self.executors).map(|_| Parker::new()).collect();
         let executors: Vec<Arc<ExecutorShared>> = parkers
@@ -179,13 +215,14 @@ impl RuntimeBuilder {
             shared: shared.clone(),
             threads: Mutex::new(Vec::with_capacity(self.executors)),
             stack_size,
+            guard_pages: stacks.guard_pages(),
         };
         for (i, parker) in parkers.into_iter().enumerate() {
             let exec = shared.executors[i].clone();
             let rt = shared.clone();
             let started = thread::Builder::new()
                 .name(format!("swco-cpe-{i}"))
-                .spawn(move || executor::run_executor(exec, rt, parker, stack_size));
+                .spawn(move || executor::run_executor(exec, rt, parker, stacks));
             match started {
                 Ok(t) => runtime.threads.lock().unwrap().push(t),
                 // Dropping `runtime` stops and joins the threads started so far.
@@ -209,11 +246,20 @@ pub(crate) struct RuntimeShared {
 }
 
 impl RuntimeShared {
-    fn place(&self) -> usize {
+    /// The executor for a spawn placed by policy, and whether the job may be
+    /// stolen (a local spawn under [`Placement::Local`]).
+    fn place(&self) -> (usize, bool) {
         let n = self.executors.len();
         match self.placement {
-            // Relaxed: only distinctness of turns matters, not ordering.
-            Placement::RoundRobin => self.next.fetch_add(1, Ordering::Relaxed) % n,
+            Placement::Local => match Local::current() {
+                Some(l) if std::ptr::eq(l.runtime.as_ref(), self) && l.in_coroutine() => {
+                    (l.shared.index, true)
+                }
+                // Relaxed: only distinctness of turns matters, not ordering.
+                _ => (self.next.fetch_add(1, Ordering::Relaxed) % n, false),
+            },
+            // Relaxed: as above.
+            Placement::RoundRobin => (self.next.fetch_add(1, Ordering::Relaxed) % n, false),
             Placement::LeastLoaded => {
                 let mut best = 0;
                 let mut best_load = usize::MAX;
@@ -228,7 +274,24 @@ impl RuntimeShared {
                         }
                     }
                 }
-                best
+                (best, false)
+            }
+        }
+    }
+
+    /// The executors, by index.
+    pub(crate) fn executor_shared(&self) -> &[Arc<ExecutorShared>] {
+        &self.executors
+    }
+
+    /// A busy executor has jobs to spare: wake one idle executor, which will
+    /// steal some. A hint only: the owner runs its jobs anyway, so a missed
+    /// offer costs parallelism, never work.
+    pub(crate) fn offer_work(&self, from: usize) {
+        let n = self.executors.len();
+        for k in 1..n {
+            if self.executors[(from + k) % n].claim_idle() {
+                return;
             }
         }
     }
@@ -240,6 +303,7 @@ impl RuntimeShared {
         cpe: usize,
         f: F,
         from_coroutine: bool,
+        stealable: bool,
     ) -> Result<JoinHandle<T>, SpawnError>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -287,7 +351,11 @@ impl RuntimeShared {
             Some(local)
                 if local.shared.index == cpe && std::ptr::eq(local.runtime.as_ref(), self) =>
             {
-                local.start(job)
+                if stealable {
+                    local.start_local(job)
+                } else {
+                    local.start(job)
+                }
             }
             _ => exec.push_spawn(job),
         }
@@ -326,6 +394,7 @@ pub struct Runtime {
     shared: Arc<RuntimeShared>,
     threads: Mutex<Vec<thread::JoinHandle<()>>>,
     stack_size: usize,
+    guard_pages: stack::GuardPages,
 }
 
 impl Runtime {
@@ -352,6 +421,13 @@ impl Runtime {
     /// The usable size of each coroutine stack, in bytes (page-rounded).
     pub fn stack_size(&self) -> usize {
         self.stack_size
+    }
+
+    /// The guard-page path of the coroutine stacks:
+    /// [`GuardRegion`](stack::GuardPages::GuardRegion) or
+    /// [`Mprotect`](stack::GuardPages::Mprotect), never `Auto`.
+    pub fn guard_pages(&self) -> stack::GuardPages {
+        self.guard_pages
     }
 
     /// Spawns a coroutine on the executor chosen by the placement policy.
@@ -381,8 +457,8 @@ impl Runtime {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let cpe = self.shared.place();
-        self.shared.submit(cpe, f, self.on_own_executor())
+        let (cpe, stealable) = self.shared.place();
+        self.shared.submit(cpe, f, self.on_own_executor(), stealable)
     }
 
     /// Spawns a coroutine on executor `cpe` (pinned there for life).
@@ -396,7 +472,7 @@ impl Runtime {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        self.shared.submit(cpe, f, self.on_own_executor())
+        self.shared.submit(cpe, f, self.on_own_executor(), false)
     }
 
     /// Per-executor counters (relaxed snapshots). A coroutine's `finished`
@@ -656,8 +732,8 @@ where
         .filter(|l| l.in_coroutine())
         .expect("swco::spawn called outside a coroutine; use Runtime::spawn from plain threads");
     let rt = local.runtime.clone();
-    let cpe = rt.place();
-    match rt.submit(cpe, f, true) {
+    let (cpe, stealable) = rt.place();
+    match rt.submit(cpe, f, true, stealable) {
         Ok(h) => h,
         Err(e) => unreachable!("spawn from a live coroutine cannot fail: {e}"),
     }
@@ -698,8 +774,9 @@ pub struct ExecutorStats {
     pub wakes: u64,
     /// Times the executor thread itself parked, having nothing to run.
     pub parks: u64,
-    /// Coroutine stacks freshly mapped (the others were reused from the
-    /// executor's pool).
+    /// Coroutine stacks carved fresh from the executor's stack slabs (the
+    /// others reused a finished coroutine's stack), which is the most
+    /// coroutine stacks the executor has had in use at once.
     pub stacks_mapped: u64,
 }
 

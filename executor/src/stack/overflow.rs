@@ -1,18 +1,15 @@
-//! Coroutine stacks: a per-executor pool, and a loud death on overflow.
+//! A loud death on overflow.
 //!
-//! Stacks are corosensei `DefaultStack`s: an `mmap`ed region with a
-//! `PROT_NONE` guard page below it. Finished coroutines give their stack back
-//! to their executor's [`StackPool`], so a spawn reuses one instead of
-//! `mmap`ing.
-//!
-//! Running off the bottom of a stack touches the guard page and raises
-//! `SIGSEGV`. Left alone, Rust's own handler would not recognise the address
-//! (it only knows the thread's stack) and the process would die with a bare
-//! "Segmentation fault". So we install a handler (on the alternate signal
-//! stack) that checks the fault address against the guard page of the
-//! coroutine running on this thread, prints which executor overflowed and the
-//! configured stack size, and aborts. Faults elsewhere are handed back to the
-//! previous handler.
+//! Running off the bottom of a coroutine stack touches its guard page and
+//! raises `SIGSEGV`, on both guard paths (an `mprotect`ed page faults with
+//! `SEGV_ACCERR`, a `MADV_GUARD_INSTALL` guard region with `SEGV_MAPERR`;
+//! either way the fault address lies in the guard page). Left alone, Rust's
+//! own handler would not recognise the address (it only knows the thread's
+//! stack) and the process would die with a bare "Segmentation fault". So we
+//! install a handler (on the alternate signal stack) that checks the fault
+//! address against the guard page of the coroutine running on this thread,
+//! prints which executor overflowed and the configured stack size, and
+//! aborts. Faults elsewhere are handed back to the previous handler.
 //!
 //! # Invariants
 //!
@@ -26,81 +23,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Once, OnceLock};
 
-use corosensei::stack::{DefaultStack, Stack};
-
-/// The smallest coroutine stack accepted by
-/// [`RuntimeBuilder::stack_size`](crate::RuntimeBuilder::stack_size), in
-/// bytes (16 KiB). Below this, the runtime's own frames (spawn wrapper, panic
-/// catching, channel operations) leave too little room for user code.
-pub const MIN_STACK_SIZE: usize = 16 * 1024;
-
-/// The default coroutine stack size, in bytes (64 KiB).
-pub const DEFAULT_STACK_SIZE: usize = 64 * 1024;
-
-/// How many free stacks an executor keeps for reuse; beyond this, finished
-/// coroutines' stacks are unmapped.
-const POOL_CAPACITY: usize = 256;
-
-/// The OS page size.
-pub(crate) fn page_size() -> usize {
-    // SAFETY: sysconf has no memory-safety preconditions.
-    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if size <= 0 {
-        4096
-    } else {
-        size as usize
-    }
-}
-
-/// The stack type coroutines run on.
-pub(crate) type CoStack = DefaultStack;
-
-/// Maps (and unmaps) one stack of `size` usable bytes, so that a size the OS
-/// cannot provide is a build error rather than a failure at every spawn.
-pub(crate) fn probe(size: usize) -> std::io::Result<()> {
-    DefaultStack::new(size).map(drop)
-}
-
-/// Free stacks of one executor, all of the same usable size.
-pub(crate) struct StackPool {
-    size: usize,
-    free: Vec<DefaultStack>,
-}
-
-impl StackPool {
-    pub(crate) fn new(size: usize) -> Self {
-        StackPool {
-            size,
-            free: Vec::new(),
-        }
-    }
-
-    /// The usable size of the stacks handed out.
-    pub(crate) fn stack_size(&self) -> usize {
-        self.size
-    }
-
-    /// A stack for a new coroutine: a reused one if any, else a fresh mapping
-    /// (then `true`).
-    pub(crate) fn take(&mut self) -> std::io::Result<(DefaultStack, bool)> {
-        match self.free.pop() {
-            Some(s) => Ok((s, false)),
-            None => DefaultStack::new(self.size).map(|s| (s, true)),
-        }
-    }
-
-    /// Returns the stack of a finished coroutine.
-    pub(crate) fn give_back(&mut self, stack: DefaultStack) {
-        if self.free.len() < POOL_CAPACITY {
-            self.free.push(stack);
-        }
-    }
-}
-
-/// The lowest address of a stack's guard page.
-pub(crate) fn guard_low(stack: &DefaultStack) -> usize {
-    stack.limit().get()
-}
+use super::page_size;
 
 /// The OS page size (the guard page's size), set by [`prepare_thread`].
 static PAGE: AtomicUsize = AtomicUsize::new(0);
@@ -112,7 +35,7 @@ thread_local! {
 }
 
 /// Records which guard page belongs to the coroutine about to run (`low` is
-/// its [`guard_low`]) or, with `0`, that none is running.
+/// its [`guard_low`](super::guard_low)) or, with `0`, that none is running.
 #[inline]
 pub(crate) fn set_running_guard(low: usize) {
     GUARD_LOW.with(|g| g.set(low));

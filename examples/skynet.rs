@@ -1,0 +1,201 @@
+//! What a coroutine costs: skynet (a tree of 1 000 000 leaf coroutines, ten
+//! children per node, every node spawned from inside its parent with
+//! `swco::spawn`) and the 10 000-coroutine daisy chain (spawned from an OS
+//! thread, one blocking hand-off each), beside the same programs in Go
+//! (`benches/go/*.go`, run with `go run` when `go` is on the `PATH`), in the
+//! same run.
+//!
+//! ```text
+//! cargo run --release --example skynet [-- --leaves N] [--chain N] [--reps R] [--executors E]
+//! ```
+//!
+//! Every run checks its result: skynet's sum must be `N(N-1)/2`, and every
+//! `join` must succeed; the chain must deliver `N + 1`. A wrong sum or a
+//! dropped coroutine is a failure (exit code 1), not a figure. Prints the
+//! median of R runs per system, the ratio swco/Go, and this process's peak
+//! resident set (VmHWM), which covers swco only (Go runs in its own
+//! process).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use swco::channel::spsc;
+use swco::Runtime;
+
+/// A skynet node: the sum of the numbers of its `size` leaves.
+fn skynet(num: u64, size: u64, div: u64) -> u64 {
+    if size == 1 {
+        return num;
+    }
+    let child = size / div;
+    let handles: Vec<_> = (0..div)
+        .map(|i| swco::spawn(move || skynet(num + i * child, child, div)))
+        .collect();
+    handles
+        .into_iter()
+        .map(|h| h.join().expect("a skynet coroutine was lost"))
+        .sum()
+}
+
+fn swco_skynet(rt: &Runtime, leaves: u64) -> Duration {
+    let start = Instant::now();
+    let sum = rt
+        .spawn(move || skynet(0, leaves, 10))
+        .join()
+        .expect("the skynet root was lost");
+    let took = start.elapsed();
+    let expected = leaves * (leaves - 1) / 2;
+    if sum != expected {
+        eprintln!("skynet: wrong sum {sum}, expected {expected}");
+        std::process::exit(1);
+    }
+    took
+}
+
+fn swco_chain(rt: &Runtime, n: usize) -> Duration {
+    let start = Instant::now();
+    let (first, mut left) = spsc::bounded::<u64>(1);
+    let mut handles = Vec::with_capacity(n);
+    for _ in 0..n {
+        let (tx, right) = spsc::bounded::<u64>(1);
+        let l = left;
+        handles.push(rt.spawn(move || tx.send(1 + l.recv().unwrap()).unwrap()));
+        left = right;
+    }
+    first.send(1).unwrap();
+    let v = left.recv().unwrap();
+    for h in handles {
+        h.join().expect("a chain coroutine was lost");
+    }
+    let took = start.elapsed();
+    if v != 1 + n as u64 {
+        eprintln!("chain: got {v}, expected {}", 1 + n);
+        std::process::exit(1);
+    }
+    took
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// Runs `benches/go/<program>.go` with `args`; its lines are
+/// `<name> <result> <milliseconds>`. Checks every result against
+/// `expected`. `None` when Go is not installed.
+fn go_runs(program: &str, args: &[String], expected: u64) -> Option<Vec<Duration>> {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("benches/go/{program}.go"));
+    let out = Command::new("go")
+        .arg("run")
+        .arg(&source)
+        .args(args)
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        eprintln!(
+            "go run {program}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        return None;
+    }
+    let runs = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let result: u64 = f[1].parse().expect("a Go result");
+            if result != expected {
+                eprintln!("go {program}: wrong result {result}, expected {expected}");
+                std::process::exit(1);
+            }
+            Duration::from_secs_f64(f[2].parse::<f64>().expect("Go milliseconds") / 1e3)
+        })
+        .collect();
+    Some(runs)
+}
+
+fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kib: f64 = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kib / 1024.0)
+}
+
+fn report(name: &str, swco: Duration, go: Option<Vec<Duration>>) {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    match go {
+        Some(go) => {
+            let go = median(go);
+            println!(
+                "{name:<14} swco {:>9.1} ms   Go {:>9.1} ms   swco/Go {:.2}",
+                ms(swco),
+                ms(go),
+                swco.as_secs_f64() / go.as_secs_f64()
+            );
+        }
+        None => println!("{name:<14} swco {:>9.1} ms   (Go not installed)", ms(swco)),
+    }
+}
+
+fn main() {
+    let mut leaves: u64 = 1_000_000;
+    let mut chain: usize = 10_000;
+    let mut reps: usize = 5;
+    let mut executors: usize = 2;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut value = |what: &str| {
+            args.next()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{a} needs a number ({what})"))
+        };
+        match a.as_str() {
+            "--leaves" => leaves = value("leaves, a power of ten"),
+            "--chain" => chain = value("coroutines") as usize,
+            "--reps" => reps = value("runs per system") as usize,
+            "--executors" => executors = value("executors") as usize,
+            "-h" | "--help" => {
+                println!("skynet [--leaves N] [--chain N] [--reps R] [--executors E]");
+                return;
+            }
+            other => panic!("unknown argument {other}"),
+        }
+    }
+    let rt = Runtime::builder()
+        .executors(executors)
+        .build()
+        .expect("a runtime");
+    println!(
+        "{executors} executors, median of {reps} runs; Go with GOMAXPROCS = all cores (its default)"
+    );
+
+    let sky: Vec<Duration> = (0..reps).map(|_| swco_skynet(&rt, leaves)).collect();
+    let go = go_runs(
+        "skynet",
+        &[leaves.to_string(), reps.to_string()],
+        leaves * (leaves - 1) / 2,
+    );
+    report(&format!("skynet {leaves}"), median(sky), go);
+
+    let ch: Vec<Duration> = (0..reps).map(|_| swco_chain(&rt, chain)).collect();
+    let go = go_runs(
+        "chain",
+        &[chain.to_string(), reps.to_string()],
+        1 + chain as u64,
+    );
+    report(&format!("chain {chain}"), median(ch), go);
+
+    rt.shutdown();
+    let stats = rt.stats().total();
+    if let Some(mib) = peak_rss_mib() {
+        println!(
+            "peak RSS {mib:.1} MiB; {} coroutines run, {} stacks mapped",
+            stats.finished, stats.stacks_mapped
+        );
+    }
+}

@@ -1,0 +1,491 @@
+//! Stack slabs: an executor's coroutine stacks, carved out of large
+//! mappings.
+//!
+//! # Sizes
+//!
+//! A stack occupies a *stride* of one guard page plus its usable size. An
+//! executor's first slab holds [`FIRST_SLAB_STACKS`] stacks, and each further
+//! slab twice as many as the one before, up to [`MAX_SLAB_BYTES`] (but at
+//! least one stack): with 64 KiB stacks, slabs of 16, 32, ... 256, then 481
+//! stacks (about 32 MiB) each, so 40 000 stacks take ~90 slabs. A runtime
+//! that spawns little maps little; one that spawns much maps few, large
+//! slabs. Slabs are `MAP_NORESERVE` (memory is committed page by page as
+//! stacks touch it) and opted out of transparent huge pages, which would
+//! commit 2 MiB at a time for stacks that mostly use a few KiB.
+//!
+//! # Free list and give-back policy
+//!
+//! * A finished coroutine's stack goes on its executor's free list, which is
+//!   LIFO: the next spawn reuses the most recently used stack, whose pages
+//!   are resident and likely cached. Nothing is unmapped while the executor
+//!   runs.
+//! * The free list remembers which of its stacks (the coldest, at its
+//!   bottom) have had their memory given back. When more than [`TRIM_AT`]
+//!   free stacks still hold memory, the coldest of them are `MADV_DONTNEED`ed
+//!   in one batch, leaving the [`KEEP_HOT`] hottest: an executor keeps at
+//!   most `TRIM_AT` free stacks' touched pages resident, and a workload whose
+//!   working set stays below that never pays the `madvise`. Stacks adjacent
+//!   in memory are released with one call (the guard pages between them are
+//!   included: `MADV_DONTNEED` keeps both `mprotect` guards and
+//!   `MADV_GUARD_INSTALL` guard regions in place). A released stack is
+//!   reused like any other; its pages come back zeroed on first touch.
+//! * Slabs are unmapped whole when the pool is dropped (the executor thread
+//!   exiting, at shutdown). Each [`SlabStack`] also holds a reference to its
+//!   slab, so a stack that outlives the pool (a leaked coroutine) keeps its
+//!   slab mapped rather than dangling.
+//!
+//! # Guards
+//!
+//! A stack's guard page is installed when the stack is first carved (never
+//! again: it survives reuse and release), with the runtime's
+//! [`GuardPages`] path.
+
+use std::io;
+use std::num::NonZeroUsize;
+use std::rc::Rc;
+
+use corosensei::stack::{Stack, StackPointer};
+
+use super::{page_size, GuardPages, StackConfig};
+
+/// Stacks in an executor's first slab; each later slab doubles this, up to
+/// [`MAX_SLAB_BYTES`].
+const FIRST_SLAB_STACKS: usize = 16;
+
+/// The largest slab, in bytes (unless a single stack is larger).
+const MAX_SLAB_BYTES: usize = 32 << 20;
+
+/// Free stacks still holding memory that trigger a give-back.
+const TRIM_AT: usize = 512;
+
+/// Free stacks left holding memory by a give-back (the hottest ones).
+const KEEP_HOT: usize = 256;
+
+/// `madvise` advice installing guard regions (Linux 6.13+); not all `libc`
+/// versions define it. Its value is the same on every Linux architecture.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const MADV_GUARD_INSTALL: libc::c_int = 102;
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const MAP_FLAGS: libc::c_int =
+    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_STACK;
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+const MAP_FLAGS: libc::c_int = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
+
+/// An anonymous read-write mapping of ours, unmapped on drop.
+///
+/// # Invariants
+///
+/// `addr..addr + len` is a private anonymous mapping created by
+/// [`Mapping::new`], owned by this value alone (no other code unmaps or
+/// remaps it), page-aligned, with `len > 0`.
+pub(crate) struct Mapping {
+    addr: usize,
+    len: usize,
+}
+
+impl Mapping {
+    /// Maps `len` bytes (a whole number of pages), lazily reserved.
+    pub(crate) fn new(len: usize) -> io::Result<Mapping> {
+        if len == 0 {
+            return Err(io::ErrorKind::InvalidInput.into());
+        }
+        // SAFETY: an anonymous private mapping with no address hint touches
+        // no existing memory; failure is checked.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                MAP_FLAGS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let mapping = Mapping {
+            addr: ptr as usize,
+            len,
+        };
+        // Stacks use a few KiB each; a transparent huge page would commit
+        // 2 MiB at once. Advisory: a kernel without THP refuses, harmlessly.
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        // SAFETY: the range is exactly our own mapping; the advice changes
+        // only how it may be backed, not its contents or protection.
+        unsafe {
+            libc::madvise(ptr, len, libc::MADV_NOHUGEPAGE);
+        }
+        Ok(mapping)
+    }
+
+    /// Turns `offset..offset + len` (page-aligned, inside the mapping) into a
+    /// guard: any access faults with `SIGSEGV`.
+    ///
+    /// Any data in the range is lost; callers pass only ranges no stack in
+    /// use covers.
+    pub(crate) fn install_guard(
+        &self,
+        offset: usize,
+        len: usize,
+        how: GuardPages,
+    ) -> io::Result<()> {
+        assert!(offset.checked_add(len).is_some_and(|end| end <= self.len));
+        let addr = (self.addr + offset) as *mut libc::c_void;
+        let result = match how {
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            // SAFETY: the range lies inside our own mapping (asserted above)
+            // and holds nothing in use (the caller's contract); the advice
+            // only makes it fault on access.
+            GuardPages::GuardRegion => unsafe { libc::madvise(addr, len, MADV_GUARD_INSTALL) },
+            // SAFETY: as above; PROT_NONE only makes the range fault on
+            // access.
+            _ => unsafe { libc::mprotect(addr, len, libc::PROT_NONE) },
+        };
+        if result == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: the mapping is ours alone (type invariant), and dropping
+        // `self` ends every use of it: stacks carved from it hold an `Rc` to
+        // it, so it is dropped only once none is left.
+        let result = unsafe { libc::munmap(self.addr as *mut libc::c_void, self.len) };
+        debug_assert_eq!(result, 0, "munmap of a stack slab failed");
+    }
+}
+
+/// One coroutine stack, carved from a slab: a guard page at `limit`, then
+/// usable memory up to `base`.
+///
+/// # Invariants
+///
+/// `limit..base` lies inside `slab`; its first page is a guard installed
+/// with the pool's [`GuardPages`] path, and the rest (at least
+/// `MIN_STACK_SIZE` bytes) is read-write memory no other `SlabStack` covers.
+pub(crate) struct SlabStack {
+    base: StackPointer,
+    limit: StackPointer,
+    /// Keeps the slab mapped while the stack exists.
+    _slab: Rc<Mapping>,
+}
+
+// SAFETY: `limit..base` is exclusively this stack's, with a guard page at
+// its bottom and at least `MIN_STACK_SIZE` (16 KiB, more than corosensei's
+// 4 KiB minimum) usable bytes above it (type invariants). Both addresses are
+// page-aligned, hence aligned to `STACK_ALIGNMENT`. The memory stays mapped
+// while this value lives: it holds an `Rc` to its slab.
+unsafe impl Stack for SlabStack {
+    #[inline]
+    fn base(&self) -> StackPointer {
+        self.base
+    }
+
+    #[inline]
+    fn limit(&self) -> StackPointer {
+        self.limit
+    }
+}
+
+impl SlabStack {
+    /// The usable part, `limit + page .. base`.
+    fn usable(&self, page: usize) -> (usize, usize) {
+        (self.limit.get() + page, self.base.get())
+    }
+}
+
+/// The lowest address of a stack's guard page.
+pub(crate) fn guard_low(stack: &SlabStack) -> usize {
+    stack.limit().get()
+}
+
+/// An executor's stacks: the slab being carved, and the free list.
+///
+/// # Invariants
+///
+/// * Every stack in `free` belongs to no coroutine; `free[..released]` have
+///   had their memory given back since they were last used.
+/// * `current`, if any, is the slab being carved: `next..current.len` is not
+///   yet part of any stack.
+pub(crate) struct StackPool {
+    config: StackConfig,
+    page: usize,
+    /// Guard page plus usable size: one stack's share of a slab.
+    stride: usize,
+    free: Vec<SlabStack>,
+    released: usize,
+    current: Option<Rc<Mapping>>,
+    next: usize,
+    /// Stacks carved so far (live and free).
+    carved: usize,
+    /// Slabs mapped so far (for the growth schedule).
+    slabs: u32,
+}
+
+impl StackPool {
+    pub(crate) fn new(config: StackConfig) -> Self {
+        let page = page_size();
+        StackPool {
+            config,
+            page,
+            stride: config.size() + page,
+            free: Vec::new(),
+            released: 0,
+            current: None,
+            next: 0,
+            carved: 0,
+            slabs: 0,
+        }
+    }
+
+    /// The usable size of the stacks handed out.
+    pub(crate) fn stack_size(&self) -> usize {
+        self.config.size()
+    }
+
+    /// A stack for a new coroutine: the most recently freed one if any, else
+    /// a fresh one carved from a slab (then `true`).
+    ///
+    /// # Errors
+    ///
+    /// No free stack, and no new slab or guard page could be mapped, or the
+    /// executor's stack limit is reached.
+    pub(crate) fn take(&mut self) -> io::Result<(SlabStack, bool)> {
+        match self.free.pop() {
+            Some(s) => {
+                self.released = self.released.min(self.free.len());
+                Ok((s, false))
+            }
+            None => self.carve().map(|s| (s, true)),
+        }
+    }
+
+    /// Returns the stack of a finished coroutine.
+    pub(crate) fn give_back(&mut self, stack: SlabStack) {
+        self.free.push(stack);
+        if self.free.len() - self.released > TRIM_AT {
+            self.release_cold();
+        }
+    }
+
+    /// Carves a new stack, mapping a new slab if the current one is full.
+    fn carve(&mut self) -> io::Result<SlabStack> {
+        if self.carved >= self.config.max_stacks {
+            return Err(io::Error::other(format!(
+                "the executor's limit of {} stacks (RuntimeBuilder::max_stacks) is reached",
+                self.config.max_stacks
+            )));
+        }
+        let slab = match &self.current {
+            Some(slab) if self.next + self.stride <= slab.len => slab.clone(),
+            _ => self.map_slab()?,
+        };
+        slab.install_guard(self.next, self.page, self.config.guard_pages())?;
+        let limit = slab.addr + self.next;
+        let stack = SlabStack {
+            limit: NonZeroUsize::new(limit).expect("a mapping is never at address 0"),
+            base: NonZeroUsize::new(limit + self.stride).expect("inside a mapping"),
+            _slab: slab,
+        };
+        self.next += self.stride;
+        self.carved += 1;
+        Ok(stack)
+    }
+
+    /// Maps the next slab and makes it current.
+    fn map_slab(&mut self) -> io::Result<Rc<Mapping>> {
+        let per_slab = (MAX_SLAB_BYTES / self.stride).max(1);
+        let grown = FIRST_SLAB_STACKS.saturating_mul(1 << self.slabs.min(20));
+        let room = self.config.max_stacks - self.carved;
+        let stacks = grown.min(per_slab).min(room).max(1);
+        let mapping = match Mapping::new(stacks * self.stride) {
+            Ok(m) => m,
+            // Short of address space or commit: try for just one stack.
+            Err(_) if stacks > 1 => Mapping::new(self.stride)?,
+            Err(e) => return Err(e),
+        };
+        let slab = Rc::new(mapping);
+        self.current = Some(slab.clone());
+        self.next = 0;
+        self.slabs = self.slabs.saturating_add(1);
+        Ok(slab)
+    }
+
+    /// Gives back the memory of the coldest free stacks still holding some,
+    /// leaving the [`KEEP_HOT`] hottest.
+    fn release_cold(&mut self) {
+        let cold_end = self.free.len() - KEEP_HOT;
+        let mut ranges: Vec<(usize, usize)> = self.free[self.released..cold_end]
+            .iter()
+            .map(|s| s.usable(self.page))
+            .collect();
+        ranges.sort_unstable();
+        // Merge stacks adjacent in memory (only a guard page apart); the
+        // guard pages in between survive MADV_DONTNEED.
+        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
+        for (start, end) in ranges {
+            match merged.last_mut() {
+                Some(last) if last.1 + self.page == start => last.1 = end,
+                _ => merged.push((start, end)),
+            }
+        }
+        for (start, end) in merged {
+            // SAFETY: the range covers free stacks (no coroutine uses them)
+            // and the guard pages between them, all inside our slabs (stacks
+            // adjacent in memory are in the same slab or in slabs adjacent
+            // in memory, both ours). MADV_DONTNEED only drops the pages'
+            // contents (free stacks hold none we need) and keeps guards.
+            let result = unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED)
+            };
+            // Advisory: on failure the memory just stays resident.
+            debug_assert_eq!(result, 0, "MADV_DONTNEED of free stacks failed");
+        }
+        self.released = cold_end;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stack::MIN_STACK_SIZE;
+
+    fn pool(guard: GuardPages, max_stacks: usize) -> StackPool {
+        StackPool::new(StackConfig::new(MIN_STACK_SIZE, guard, max_stacks).unwrap())
+    }
+
+    /// The paths this kernel supports.
+    fn paths() -> Vec<GuardPages> {
+        let mut paths = vec![GuardPages::Mprotect];
+        if crate::stack::guard_regions_supported() {
+            paths.push(GuardPages::GuardRegion);
+        }
+        paths
+    }
+
+    /// Touches every usable page of `stack`.
+    fn dirty(stack: &SlabStack, page: usize) {
+        let (start, end) = stack.usable(page);
+        for addr in (start..end).step_by(page) {
+            // SAFETY: the usable part of a stack no coroutine runs on is
+            // read-write memory of ours.
+            unsafe { (addr as *mut u8).write_volatile(1) };
+        }
+    }
+
+    /// How many of `stack`'s usable pages are resident.
+    fn resident(stack: &SlabStack, page: usize) -> usize {
+        let (start, end) = stack.usable(page);
+        let mut vec = vec![0u8; (end - start) / page];
+        // SAFETY: the range is mapped (ours) and `vec` has one byte per page.
+        let r = unsafe { libc::mincore(start as *mut _, end - start, vec.as_mut_ptr()) };
+        assert_eq!(r, 0);
+        vec.iter().filter(|&&b| b & 1 != 0).count()
+    }
+
+    #[test]
+    fn stacks_are_carved_back_to_back_and_reused_lifo() {
+        for guard in paths() {
+            let mut pool = pool(guard, usize::MAX);
+            let page = pool.page;
+            let (a, fresh_a) = pool.take().unwrap();
+            let (b, fresh_b) = pool.take().unwrap();
+            assert!(fresh_a && fresh_b);
+            assert_eq!(b.limit().get(), a.base().get(), "{guard:?}");
+            assert_eq!(a.base().get() - a.limit().get(), MIN_STACK_SIZE + page);
+            assert_eq!(guard_low(&a), a.limit().get());
+            let b_base = b.base();
+            pool.give_back(a);
+            pool.give_back(b);
+            let (again, fresh) = pool.take().unwrap();
+            assert!(!fresh);
+            assert_eq!(again.base(), b_base, "the hottest stack comes back first");
+        }
+    }
+
+    #[test]
+    fn slabs_grow_and_hold_many_stacks() {
+        let mut pool = pool(GuardPages::Mprotect, usize::MAX);
+        let stacks: Vec<SlabStack> = (0..1000).map(|_| pool.take().unwrap().0).collect();
+        // 16 + 32 + 64 + 128 + 256 + 512 = 1008 >= 1000: six slabs.
+        assert_eq!(pool.slabs, 6);
+        let distinct = {
+            let mut v: Vec<*const Mapping> = stacks.iter().map(|s| Rc::as_ptr(&s._slab)).collect();
+            v.dedup();
+            v.len()
+        };
+        assert_eq!(distinct, 6);
+    }
+
+    #[test]
+    fn the_limit_refuses_with_a_reason() {
+        let mut pool = pool(GuardPages::Mprotect, 3);
+        let held: Vec<_> = (0..3).map(|_| pool.take().unwrap().0).collect();
+        let err = pool.take().err().expect("a fourth stack is over the limit");
+        assert!(err.to_string().contains("max_stacks"), "{err}");
+        pool.give_back(held.into_iter().next().unwrap());
+        assert!(!pool.take().unwrap().1, "a freed stack is reused");
+    }
+
+    #[test]
+    fn cold_free_stacks_give_their_memory_back() {
+        for guard in paths() {
+            let mut pool = pool(guard, usize::MAX);
+            let page = pool.page;
+            let n = TRIM_AT + 1;
+            let stacks: Vec<SlabStack> = (0..n).map(|_| pool.take().unwrap().0).collect();
+            for s in &stacks {
+                dirty(s, page);
+            }
+            let pages = MIN_STACK_SIZE / page;
+            // Given back in carving order: the first ones are the coldest.
+            let firsts: Vec<(usize, usize)> = stacks.iter().map(|s| s.usable(page)).collect();
+            for s in stacks {
+                pool.give_back(s);
+            }
+            assert_eq!(pool.released, n - KEEP_HOT, "{guard:?}");
+            let by_base = |(start, _): (usize, usize)| {
+                pool.free
+                    .iter()
+                    .find(|s| s.usable(page).0 == start)
+                    .unwrap()
+            };
+            assert_eq!(resident(by_base(firsts[0]), page), 0, "{guard:?}");
+            assert_eq!(
+                resident(by_base(firsts[n - KEEP_HOT - 1]), page),
+                0,
+                "{guard:?}"
+            );
+            assert_eq!(resident(by_base(firsts[n - 1]), page), pages, "{guard:?}");
+            // Taking down into the released part keeps the bookkeeping.
+            let taken: Vec<_> = (0..KEEP_HOT + 10).map(|_| pool.take().unwrap().0).collect();
+            assert_eq!(pool.released, n - KEEP_HOT - 10);
+            for s in taken {
+                pool.give_back(s);
+            }
+        }
+    }
+
+    #[test]
+    fn explicit_guard_regions_fail_cleanly_where_unsupported() {
+        let built = StackConfig::new(MIN_STACK_SIZE, GuardPages::GuardRegion, 1);
+        match built {
+            Ok(c) => {
+                assert!(crate::stack::guard_regions_supported());
+                assert_eq!(c.guard_pages(), GuardPages::GuardRegion);
+            }
+            Err(e) => {
+                assert!(!crate::stack::guard_regions_supported());
+                assert!(e.to_string().contains("MADV_GUARD_INSTALL"), "{e}");
+            }
+        }
+        let c = StackConfig::new(MIN_STACK_SIZE, GuardPages::Mprotect, 1).unwrap();
+        assert_eq!(c.guard_pages(), GuardPages::Mprotect);
+    }
+}

@@ -1,0 +1,328 @@
+//! Coroutine stacks carved from slabs: overflow reports on both guard-page
+//! paths, tens of thousands of live coroutines in few kernel mappings,
+//! honest spawn failure, and stack reuse.
+//!
+//! Overflows and environment-dependent cases run in child processes (this
+//! test binary, re-executed with `CHILD_ENV` naming the case).
+
+use std::process::{Command, ExitStatus};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use swco_channel::{mpmc, spsc};
+use swco_executor::{GuardPages, JoinHandle, Runtime};
+
+const CHILD_ENV: &str = "SWCO_STACKS_TEST_CHILD";
+const GUARD_ENV: &str = "SWCO_GUARD_PAGES";
+
+#[inline(never)]
+fn recurse(depth: u64) -> u64 {
+    let frame = std::hint::black_box([depth; 128]);
+    if depth == u64::MAX {
+        return 0;
+    }
+    recurse(depth + 1).wrapping_add(std::hint::black_box(frame)[7])
+}
+
+/// The child case this process runs, if it is a child.
+fn child_case() -> Option<String> {
+    std::env::var(CHILD_ENV).ok()
+}
+
+/// Runs this binary's test `name` in a child process with `CHILD_ENV=case`
+/// and the extra environment `env`; returns its exit status and stderr.
+fn run_child(name: &str, case: &str, env: &[(&str, &str)]) -> (ExitStatus, String) {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, case)
+        .env_remove(GUARD_ENV);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn guard_regions_supported() -> bool {
+    Runtime::builder()
+        .executors(1)
+        .guard_pages(GuardPages::GuardRegion)
+        .build()
+        .is_ok()
+}
+
+fn path_named(name: &str) -> GuardPages {
+    match name {
+        "madvise" => GuardPages::GuardRegion,
+        "mprotect" => GuardPages::Mprotect,
+        other => panic!("unknown guard path {other}"),
+    }
+}
+
+/// The guard paths to test here, with a note for one the kernel lacks.
+fn testable_paths() -> Vec<&'static str> {
+    let mut paths = vec!["mprotect"];
+    if guard_regions_supported() {
+        paths.push("madvise");
+    } else {
+        eprintln!(
+            "note: this kernel lacks MADV_GUARD_INSTALL (Linux 6.13+); guard-region cases skipped"
+        );
+    }
+    paths
+}
+
+/// Joins every handle and returns the sum of their results.
+fn join_sum(handles: Vec<JoinHandle<usize>>) -> usize {
+    handles.into_iter().map(|h| h.join().unwrap()).sum()
+}
+
+/// Spawns `n` coroutines on executor `cpe` that wait on one channel (each
+/// returning 1 once it closes), and waits until all of them run: `n` stacks
+/// are then in use. Dropping the sender releases them.
+fn hold(rt: &Runtime, cpe: usize, n: usize) -> (mpmc::Sender<()>, Vec<JoinHandle<usize>>) {
+    let (tx, rx) = mpmc::bounded::<()>(1);
+    let started = Arc::new(AtomicUsize::new(0));
+    let hs = (0..n)
+        .map(|_| {
+            let (rx, started) = (rx.clone(), started.clone());
+            rt.spawn_on(cpe, move || {
+                started.fetch_add(1, Ordering::Relaxed);
+                let _ = rx.recv();
+                1
+            })
+            .unwrap()
+        })
+        .collect();
+    wait_for(&started, n);
+    (tx, hs)
+}
+
+/// Waits (at most two minutes) until `counter` reaches `n`.
+fn wait_for(counter: &AtomicUsize, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while counter.load(Ordering::Relaxed) < n {
+        assert!(Instant::now() < deadline, "coroutines did not all start");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn assert_overflow_report(status: ExitStatus, stderr: &str, what: &str) {
+    assert!(!status.success(), "{what}: child survived: {stderr}");
+    assert!(
+        stderr.contains("swco: stack overflow in a coroutine on executor swco-cpe-1"),
+        "{what}: unexpected stderr: {stderr}"
+    );
+    assert!(
+        stderr.contains("coroutine stack size 32768 bytes"),
+        "{what}: unexpected stderr: {stderr}"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        const SIGABRT: i32 = 6;
+        assert_eq!(status.signal(), Some(SIGABRT), "{what}: stderr: {stderr}");
+    }
+}
+
+/// An overflow on a freshly carved stack, on each guard path.
+#[test]
+fn overflow_is_reported_on_both_guard_paths() {
+    if let Some(path) = child_case() {
+        let rt = Runtime::builder()
+            .executors(2)
+            .stack_size(32 * 1024)
+            .guard_pages(path_named(&path))
+            .build()
+            .unwrap();
+        assert_eq!(rt.guard_pages(), path_named(&path));
+        let h = rt.spawn_on(1, || recurse(0)).unwrap();
+        let _ = h.join();
+        unreachable!("the overflow should have aborted the process");
+    }
+    for path in testable_paths() {
+        let (status, stderr) = run_child("overflow_is_reported_on_both_guard_paths", path, &[]);
+        assert_overflow_report(status, &stderr, path);
+    }
+}
+
+/// An overflow on a reused stack whose memory was given back to the OS
+/// (`MADV_DONTNEED` over it and its neighbours' guard pages): the guard must
+/// have survived, on each guard path.
+#[test]
+fn overflow_is_reported_on_a_released_stack() {
+    const N: usize = 1000;
+    if let Some(path) = child_case() {
+        let rt = Runtime::builder()
+            .executors(2)
+            .stack_size(32 * 1024)
+            .guard_pages(path_named(&path))
+            .build()
+            .unwrap();
+        // N live coroutines on executor 1, then all finished: more free
+        // stacks than an executor keeps resident, so the coldest are
+        // released.
+        let (tx, hs) = hold(&rt, 1, N);
+        drop(tx);
+        assert_eq!(join_sum(hs), N);
+        // Hold all but the coldest free stack, then overflow on that one.
+        let (tx, hs) = hold(&rt, 1, N - 1);
+        let h = rt.spawn_on(1, || recurse(0)).unwrap();
+        let _ = h.join();
+        drop((tx, hs));
+        unreachable!("the overflow should have aborted the process");
+    }
+    for path in testable_paths() {
+        let (status, stderr) = run_child("overflow_is_reported_on_a_released_stack", path, &[]);
+        assert_overflow_report(status, &stderr, path);
+    }
+}
+
+/// `SWCO_GUARD_PAGES` picks the path of `Auto` runtimes and leaves explicit
+/// choices alone.
+#[test]
+fn the_environment_overrides_auto() {
+    if let Some(case) = child_case() {
+        let auto = Runtime::builder().executors(1).build().unwrap();
+        let explicit = Runtime::builder()
+            .executors(1)
+            .guard_pages(GuardPages::Mprotect)
+            .build()
+            .unwrap();
+        assert_eq!(explicit.guard_pages(), GuardPages::Mprotect);
+        let expected = match case.as_str() {
+            "unset" | "bogus" => {
+                if guard_regions_supported() {
+                    GuardPages::GuardRegion
+                } else {
+                    GuardPages::Mprotect
+                }
+            }
+            path => path_named(path),
+        };
+        assert_eq!(auto.guard_pages(), expected, "case {case}");
+        return;
+    }
+    let name = "the_environment_overrides_auto";
+    let mut cases = vec![("unset", None), ("mprotect", Some("mprotect"))];
+    if guard_regions_supported() {
+        cases.push(("madvise", Some("madvise")));
+    }
+    cases.push(("bogus", Some("bogus")));
+    for (case, value) in cases {
+        let env: Vec<(&str, &str)> = value.map(|v| (GUARD_ENV, v)).into_iter().collect();
+        let (status, stderr) = run_child(name, case, &env);
+        assert!(status.success(), "case {case}: {stderr}");
+        if case == "bogus" {
+            assert!(stderr.contains("ignoring SWCO_GUARD_PAGES"), "{stderr}");
+        }
+    }
+}
+
+/// Lines in /proc/self/maps: the process's kernel mappings.
+fn mappings() -> usize {
+    std::fs::read_to_string("/proc/self/maps")
+        .map(|m| m.lines().count())
+        .unwrap_or(0)
+}
+
+/// 40 000 coroutines alive at once: more than the ~32 700 that one
+/// `mmap` + guard per stack allowed under the default `vm.max_map_count`.
+/// With guard regions, their stacks take a few dozen mappings in all.
+#[test]
+fn forty_thousand_live_coroutines_in_few_mappings() {
+    const N: usize = 40_000;
+    if !guard_regions_supported() {
+        eprintln!("note: this kernel lacks MADV_GUARD_INSTALL (Linux 6.13+); skipped");
+        return;
+    }
+    let before = mappings();
+    let rt = Runtime::builder()
+        .executors(2)
+        .stack_size(32 * 1024)
+        .guard_pages(GuardPages::GuardRegion)
+        .build()
+        .unwrap();
+    let waiting = Arc::new(AtomicUsize::new(0));
+    let (senders, handles): (Vec<_>, Vec<_>) = (0..N)
+        .map(|_| {
+            let (tx, rx) = spsc::bounded::<usize>(1);
+            let waiting = waiting.clone();
+            let h = rt.spawn(move || {
+                waiting.fetch_add(1, Ordering::Relaxed);
+                rx.recv().unwrap()
+            });
+            (tx, h)
+        })
+        .unzip();
+    wait_for(&waiting, N);
+    let during = mappings();
+    let stats = rt.stats().total();
+    assert_eq!(
+        stats.stacks_mapped, N as u64,
+        "every live coroutine has its own stack"
+    );
+    eprintln!(
+        "{N} live coroutines: {before} mappings before the runtime, {during} with them live \
+         (one mmap + guard per stack would need {} more)",
+        2 * N
+    );
+    assert!(
+        during < before + 1000,
+        "stacks should take few mappings: {before} -> {during}"
+    );
+    for (i, tx) in senders.iter().enumerate() {
+        tx.send(i).unwrap();
+    }
+    assert_eq!(join_sum(handles), N * (N - 1) / 2);
+    rt.shutdown();
+    let total = rt.stats().total();
+    assert_eq!((total.spawned, total.finished), (N as u64, N as u64));
+}
+
+/// With a stack limit, the spawn past it is refused, with the reason in the
+/// join error; freed stacks are then reused.
+#[test]
+fn a_spawn_past_the_stack_limit_is_refused() {
+    let rt = Runtime::builder()
+        .executors(1)
+        .max_stacks(2)
+        .build()
+        .unwrap();
+    let (tx, held) = hold(&rt, 0, 2);
+    let err = rt.spawn(|| 1).join().unwrap_err();
+    assert!(err.is_refused(), "{err}");
+    assert!(
+        err.to_string().contains("max_stacks"),
+        "the error names the cause: {err}"
+    );
+    drop(tx);
+    assert_eq!(join_sum(held), 2);
+    assert_eq!(rt.spawn(|| 7).join().unwrap(), 7, "a freed stack is reused");
+    assert_eq!(rt.stats().total().stacks_mapped, 2);
+}
+
+/// `stacks_mapped` counts stacks carved fresh; finished coroutines' stacks
+/// are reused.
+#[test]
+fn stacks_are_reused() {
+    let rt = Runtime::builder().executors(1).build().unwrap();
+    for i in 0..1000 {
+        assert_eq!(rt.spawn(move || i).join().unwrap(), i);
+    }
+    assert_eq!(rt.stats().total().stacks_mapped, 1, "one stack, reused");
+    for _ in 0..3 {
+        let (tx, hs) = hold(&rt, 0, 100);
+        drop(tx);
+        assert_eq!(join_sum(hs), 100);
+    }
+    assert_eq!(
+        rt.stats().total().stacks_mapped,
+        100,
+        "100 were live at once, then reused"
+    );
+}
