@@ -1,7 +1,8 @@
 //! The concurrent prime sieve (Hoare, Pike): a chain of coroutines, one per
 //! prime found, each filtering the multiples of its prime out of the stream
 //! and spawning the next stage from inside itself when a new prime gets
-//! through. Stages are placed round-robin over the executors.
+//! through. Each stage is spawned on its parent's executor (the default
+//! placement); idle executors steal stages that have not started yet.
 //!
 //! ```text
 //! cargo run --release --example sieve [-- PRIMES [EXECUTORS]]

@@ -4,8 +4,9 @@
 //! A [`Runtime`] starts `executors(n)` OS threads (`swco-cpe-<i>`), each a
 //! CPE executor with a runnable queue, a wait queue and an inbox. The
 //! runtime (the MPE scheduler) places each spawned coroutine on one executor
-//! (round-robin or least-loaded, or pinned with
-//! [`spawn_on`](Runtime::spawn_on)), where it stays for life. A coroutine
+//! (by [`Placement`]: local with stealing, round-robin or least-loaded; or
+//! pinned with [`spawn_on`](Runtime::spawn_on)). It gets its stack there when
+//! it first runs, and stays there for life. A coroutine
 //! that blocks on a `swco-channel` channel or on a [`JoinHandle`] suspends
 //! onto its executor's wait queue; the wake puts it back on that executor's
 //! runnable queue. Idle executors park.

@@ -11,7 +11,7 @@
 //!
 //! ```text
 //! slab: | guard | stack 0 | guard | stack 1 | ... | guard | stack n-1 |
-//!         ^ limit()       ^ base()  (stacks grow down, towards the guard)
+//!       ^ limit()         ^ base()  (stacks grow down, towards the guard)
 //! ```
 //!
 //! The guard page below each stack is installed once, when the stack is
@@ -29,9 +29,10 @@
 //! Finished coroutines give their stack back to their executor's free list
 //! (LIFO, so the next spawn reuses the hottest stack); nothing is unmapped
 //! while the runtime runs. Memory goes back to the OS under the policy
-//! described in `slab.rs`: the pages of free stacks beyond the hottest few
-//! hundred are `MADV_DONTNEED`ed, and whole slabs are unmapped when the
-//! executor's pool is dropped (at shutdown) and no stack of theirs is in use.
+//! described in `slab.rs`: once more than 256 free stacks of an executor
+//! hold memory, the pages of all but the hottest 128 are `MADV_DONTNEED`ed
+//! (guard pages stay), and whole slabs are unmapped when the executor's pool
+//! is dropped (at shutdown) and no stack of theirs is in use.
 //!
 //! # Overflow
 //!
@@ -157,9 +158,8 @@ pub(crate) fn guard_regions_supported() -> bool {
             return false;
         };
         // An older kernel rejects the unknown advice with EINVAL.
-        scratch
-            .install_guard(0, page, GuardPages::GuardRegion)
-            .is_ok()
+        // SAFETY: the scratch mapping was just made and nothing uses it.
+        unsafe { scratch.install_guard(0, page, GuardPages::GuardRegion) }.is_ok()
     })
 }
 
@@ -187,7 +187,8 @@ impl StackConfig {
             .checked_add(page)
             .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
         let probe = slab::Mapping::new(len)?;
-        probe.install_guard(0, page, guard)?;
+        // SAFETY: the probe mapping was just made and nothing uses it.
+        unsafe { probe.install_guard(0, page, guard) }?;
         Ok(StackConfig {
             size,
             guard,
