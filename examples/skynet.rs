@@ -3,10 +3,11 @@
 //! `swco::spawn`) and the 10 000-coroutine daisy chain (spawned from an OS
 //! thread, one blocking hand-off each), beside the same programs in Go
 //! (`benches/go/*.go`, run with `go run` when `go` is on the `PATH`), in the
-//! same run.
+//! same run; then 200 000 coroutines blocked at once (each in `recv` on its
+//! own channel, 16 KiB stacks), all released, with the peak resident set.
 //!
 //! ```text
-//! cargo run --release --example skynet [-- --leaves N] [--chain N] [--reps R] [--executors E]
+//! cargo run --release --example skynet [-- --leaves N] [--chain N] [--blocked N] [--reps R] [--executors E]
 //! ```
 //!
 //! Every run checks its result: skynet's sum must be `N(N-1)/2`, and every
@@ -71,6 +72,42 @@ fn swco_chain(rt: &Runtime, n: usize) -> Duration {
     let took = start.elapsed();
     if v != 1 + n as u64 {
         eprintln!("chain: got {v}, expected {}", 1 + n);
+        std::process::exit(1);
+    }
+    took
+}
+
+/// `n` coroutines, each parked in `recv` on its own channel, all at once;
+/// then all released. Checks the exact count and sum.
+fn swco_blocked(n: u64, executors: usize) -> Duration {
+    let rt = Runtime::builder()
+        .executors(executors)
+        .stack_size(swco::MIN_STACK_SIZE)
+        .build()
+        .expect("a runtime");
+    let start = Instant::now();
+    let (senders, handles): (Vec<_>, Vec<_>) = (0..n)
+        .map(|_| {
+            let (tx, rx) = spsc::bounded::<u64>(1);
+            (tx, rt.spawn(move || rx.recv().unwrap()))
+        })
+        .unzip();
+    while {
+        let t = rt.stats().total();
+        t.blocks - t.wakes < n
+    } {
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    for (i, tx) in senders.iter().enumerate() {
+        tx.send(i as u64).unwrap();
+    }
+    let sum: u64 = handles
+        .into_iter()
+        .map(|h| h.join().expect("a blocked coroutine was lost"))
+        .sum();
+    let took = start.elapsed();
+    if sum != n * (n - 1) / 2 || rt.stats().total().finished != n {
+        eprintln!("blocked: wrong sum {sum} or count");
         std::process::exit(1);
     }
     took
@@ -145,6 +182,7 @@ fn report(name: &str, swco: Duration, go: Option<Vec<Duration>>) {
 fn main() {
     let mut leaves: u64 = 1_000_000;
     let mut chain: usize = 10_000;
+    let mut blocked: u64 = 200_000;
     let mut reps: usize = 5;
     let mut executors: usize = 2;
     let mut args = std::env::args().skip(1);
@@ -157,10 +195,13 @@ fn main() {
         match a.as_str() {
             "--leaves" => leaves = value("leaves, a power of ten"),
             "--chain" => chain = value("coroutines") as usize,
+            "--blocked" => blocked = value("coroutines"),
             "--reps" => reps = value("runs per system") as usize,
             "--executors" => executors = value("executors") as usize,
             "-h" | "--help" => {
-                println!("skynet [--leaves N] [--chain N] [--reps R] [--executors E]");
+                println!(
+                    "skynet [--leaves N] [--chain N] [--blocked N] [--reps R] [--executors E]"
+                );
                 return;
             }
             other => panic!("unknown argument {other}"),
@@ -181,6 +222,7 @@ fn main() {
         leaves * (leaves - 1) / 2,
     );
     report(&format!("skynet {leaves}"), median(sky), go);
+    let sky_rss = peak_rss_mib();
 
     let ch: Vec<Duration> = (0..reps).map(|_| swco_chain(&rt, chain)).collect();
     let go = go_runs(
@@ -192,10 +234,20 @@ fn main() {
 
     rt.shutdown();
     let stats = rt.stats().total();
-    if let Some(mib) = peak_rss_mib() {
+    if let Some(mib) = sky_rss {
         println!(
-            "peak RSS {mib:.1} MiB; {} coroutines run, {} stacks mapped",
-            stats.finished, stats.stacks_mapped
+            "peak RSS after skynet {mib:.1} MiB; after both: {:.1} MiB; \
+             {} coroutines run, {} stacks carved",
+            peak_rss_mib().unwrap_or(0.0),
+            stats.finished,
+            stats.stacks_mapped
         );
     }
+
+    let took = swco_blocked(blocked, executors);
+    println!(
+        "blocked {blocked}: all parked at once, then released, in {:.1} ms; peak RSS {:.1} MiB",
+        took.as_secs_f64() * 1e3,
+        peak_rss_mib().unwrap_or(0.0)
+    );
 }

@@ -235,7 +235,11 @@ fn panics_are_caught_and_reported() {
 
 #[test]
 fn placement_is_honoured_for_every_cpe() {
-    let rt = runtime(64);
+    let rt = Runtime::builder()
+        .executors(64)
+        .placement(Placement::RoundRobin)
+        .build()
+        .unwrap();
     let handles: Vec<_> = (0..64)
         .map(|i| rt.spawn_on(i, swco::current_cpe).unwrap())
         .collect();
@@ -677,4 +681,41 @@ fn stolen_jobs_never_move_once_started() {
     assert_eq!(per.total().finished, 5461);
     let busy = per.executors.iter().filter(|e| e.spawned > 0).count();
     eprintln!("coroutines started on {busy} of 8 executors");
+}
+
+/// 200 000 coroutines blocked at once, each in `recv` on its own channel,
+/// then all released: every one finishes, exactly once. Stacks come from
+/// slabs (guard regions where the kernel has them), so this is far past the
+/// old limit of about 32 700 live coroutines (two mappings per stack).
+#[test]
+fn two_hundred_thousand_blocked_coroutines_all_finish() {
+    const N: u64 = 200_000;
+    let rt = Runtime::builder()
+        .executors(2)
+        .stack_size(swco::MIN_STACK_SIZE)
+        .build()
+        .unwrap();
+    let mut senders = Vec::with_capacity(N as usize);
+    let mut handles = Vec::with_capacity(N as usize);
+    for _ in 0..N {
+        let (tx, rx) = spsc::bounded::<u64>(1);
+        senders.push(tx);
+        handles.push(rt.spawn(move || rx.recv().unwrap()));
+    }
+    // All of them parked at once before any is released.
+    while {
+        let t = rt.stats().total();
+        t.blocks - t.wakes < N
+    } {
+        thread::sleep(std::time::Duration::from_millis(1));
+    }
+    for (i, tx) in senders.iter().enumerate() {
+        tx.send(i as u64).unwrap();
+    }
+    let sum: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    assert_eq!(sum, N * (N - 1) / 2);
+    rt.shutdown();
+    let total = rt.stats().total();
+    assert_eq!(total.spawned, N);
+    assert_eq!(total.finished, N);
 }

@@ -554,10 +554,9 @@ pub fn pingpong_from_thread<S: System>(sys: &S, iters: u64) -> Duration {
 /// most `window` spawned and not yet joined: worker `i` is joined right
 /// after worker `i + window` is spawned.
 ///
-/// The window exists because a swco coroutine owns an `mmap`ed stack (two
-/// mappings, with its guard page) from the moment its executor takes it in,
-/// and Linux's default `vm.max_map_count` (65 530) then caps the live ones
-/// at about 32 000; 100 000 spawned at once fail to map.
+/// The window keeps the peers comparable: a live coroutine holds its stack
+/// (swco carves stacks from slabs, so the kernel's `vm.max_map_count` no
+/// longer caps live coroutines, but memory still grows with them).
 pub fn spawn_join<S: System>(sys: &S, count: usize, window: usize) -> Duration {
     spawn_window(count, window, |i| sys.start(i, move || i))
 }
