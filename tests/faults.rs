@@ -732,3 +732,52 @@ fn blocking_send_of_a_10_kib_message_fits_the_default_stack() {
         },
     );
 }
+
+// ---- a spawn during cancellation -------------------------------------------
+
+/// A coroutine spawns (round-robin) while a cancelling shutdown has already
+/// let the other executor go: the job must not land on the exited executor
+/// (where it would never run nor be dropped, and a later drop of the
+/// runtime would wait for it for ever). It runs on the spawner's executor,
+/// cancelled: each closure is dropped once and each handle completes.
+#[test]
+fn spawn_during_cancellation_never_lands_on_an_exited_executor() {
+    in_child_process(
+        "spawn_during_cancellation_never_lands_on_an_exited_executor",
+        || {
+            let rt = Runtime::builder()
+                .executors(2)
+                .placement(swco::Placement::RoundRobin)
+                .build()
+                .unwrap();
+            let drops: Arc<AtomicUsize> = Arc::default();
+            let d = drops.clone();
+            let (started_tx, started_rx) = mpmc::bounded::<()>(1);
+            let spawner = rt
+                .spawn_on(0, move || {
+                    started_tx.send(()).unwrap();
+                    // Blocks the executor thread itself, so the cancellation
+                    // reaches this coroutine only after it returns.
+                    thread::sleep(Duration::from_millis(300));
+                    (0..4)
+                        .map(|_| {
+                            let g = Guard {
+                                drops: d.clone(),
+                                panics: false,
+                            };
+                            swco::spawn(move || drop(g))
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .unwrap();
+            started_rx.recv().unwrap();
+            let _ = rt.shutdown_timeout(Duration::ZERO);
+            let children = spawner.join().unwrap();
+            for h in children {
+                assert!(h.join().unwrap_err().is_cancelled());
+            }
+            assert_eq!(drops.load(Ordering::SeqCst), 4);
+            drop(rt); // must not wait for ever
+        },
+    );
+}

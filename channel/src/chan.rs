@@ -12,12 +12,15 @@
 //!    coroutine.
 //! 3. **No lost wake-ups.** A blocking operation registers its waker, issues
 //!    `fence(SeqCst)`, re-checks (reading the other side's position through
-//!    `Cursor::position_for_waiter`), and only then parks. Every operation
+//!    `Cursor::position_for_waiter`), and only then parks; it leaves the
+//!    waiter list on every way out, unwinding included. Every operation
 //!    that makes progress is ordered against that re-check before it looks
 //!    for waiters: by `fence(SeqCst)` on a lone side, by its own claim (a
 //!    read-modify-write that the re-check also read-modify-writes) on a
 //!    `Cas` or `Updt` side (see `claim/mod.rs` and `waker.rs`).
-//!    Disconnection stores its flag, fences, and wakes everyone.
+//!    Disconnection stores its flag, fences, and wakes everyone. A side with
+//!    one endpoint has one waiter at a time, and waits in a `WaiterSlot`
+//!    rather than a `WaitList` (`Mode::TxWait`, `Mode::RxWait`).
 //! 4. **Disconnection is a flag per side, set once (idempotently) by the last
 //!    endpoint of the side.** After the receivers are gone, sends fail and
 //!    buffered messages are dropped; after the senders are gone, receivers
@@ -31,11 +34,10 @@ use crate::backoff::Backoff;
 use crate::claim::Cursor;
 use crate::error::{RecvTimeoutError, TryRecvError};
 use crate::hook::{self, Park};
-use crate::lock::RawLock;
 use crate::ring::{Ring, Turn};
 use crate::sync::{fence, Ordering};
 use crate::updt::UpdtCell;
-use crate::waker::{Key, WaitList};
+use crate::waker::Waiters;
 use crate::{Mode, Protocol};
 
 /// Why a send left the message with its caller.
@@ -53,9 +55,9 @@ pub(crate) struct Chan<T, M: Mode, P: Protocol> {
     tx: CachePadded<M::Tx<P>>,
     rx: CachePadded<M::Rx<P>>,
     /// Senders blocked on a full ring.
-    senders: CachePadded<WaitList<P::Lock>>,
+    senders: CachePadded<M::TxWait<P>>,
     /// Receivers blocked on an empty ring.
-    receivers: CachePadded<WaitList<P::Lock>>,
+    receivers: CachePadded<M::RxWait<P>>,
     /// 1 once every sender is gone.
     tx_gone: UpdtCell,
     /// 1 once every receiver is gone.
@@ -68,8 +70,8 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
         Chan {
             tx: CachePadded::new(Cursor::new()),
             rx: CachePadded::new(Cursor::new()),
-            senders: CachePadded::new(WaitList::new()),
-            receivers: CachePadded::new(WaitList::new()),
+            senders: CachePadded::new(Waiters::new()),
+            receivers: CachePadded::new(Waiters::new()),
             tx_gone: UpdtCell::new(0),
             rx_gone: UpdtCell::new(0),
             ring: Ring::new(capacity),
@@ -195,27 +197,29 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     #[cold]
     #[inline(never)]
     unsafe fn send_blocking(&self, msg: *const T, deadline: Option<Instant>) -> Result<(), Unsent> {
-        let park = hook::current();
-        let spin = park.spin_before_park();
-        let mut backoff = Backoff::new();
-        loop {
-            // The attempt just made found the ring full. The deadline is
-            // checked after an attempt, so a sender woken just as its
-            // deadline passes still uses the room it was woken for.
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Err(Unsent::Timeout);
+        // Borrowed, not cloned: no reference count moves per block.
+        hook::with_current(|park| {
+            let spin = park.spin_before_park();
+            let mut backoff = Backoff::new();
+            loop {
+                // The attempt just made found the ring full. The deadline is
+                // checked after an attempt, so a sender woken just as its
+                // deadline passes still uses the room it was woken for.
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    return Err(Unsent::Timeout);
+                }
+                if spin && !backoff.is_completed() {
+                    backoff.snooze();
+                } else {
+                    wait_on(&*self.senders, park, deadline, || self.still_full());
+                }
+                // SAFETY: our caller's contract.
+                match unsafe { self.try_send_from(msg) } {
+                    Err(Unsent::Full) => {}
+                    done => return done,
+                }
             }
-            if spin && !backoff.is_completed() {
-                backoff.snooze();
-            } else {
-                wait_on(&self.senders, &*park, deadline, || self.still_full());
-            }
-            // SAFETY: our caller's contract.
-            match unsafe { self.try_send_from(msg) } {
-                Err(Unsent::Full) => {}
-                done => return done,
-            }
-        }
+        })
     }
 
     /// The tail of a send that [`try_send_from`](Chan::try_send_from) or
@@ -227,13 +231,10 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     /// registers after it finds the message in its re-check.
     #[inline]
     pub(crate) fn wake_receiver(&self) {
-        // The message is published; a receiver may be waiting for it.
-        if !<M::Tx<P> as Cursor>::CLAIM_SYNCS_WITH_WAITERS {
-            fence(Ordering::SeqCst);
-        }
-        if self.receivers.has_waiters() {
-            self.receivers.notify_one();
-        }
+        // The message is published; a receiver may be waiting for it. A lone
+        // side's publish is a plain store, so the list fences first.
+        self.receivers
+            .notify_one(!<M::Tx<P> as Cursor>::CLAIM_SYNCS_WITH_WAITERS);
     }
 
     // ---- receiving -------------------------------------------------------
@@ -246,13 +247,10 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
                 Ok(pos) => {
                     // SAFETY: the cursor gave us `pos` as a consumer.
                     let msg = unsafe { self.ring.read(pos) };
-                    // A slot is free; a sender may be waiting for it.
-                    if !<M::Rx<P> as Cursor>::CLAIM_SYNCS_WITH_WAITERS {
-                        fence(Ordering::SeqCst);
-                    }
-                    if self.senders.has_waiters() {
-                        self.senders.notify_one();
-                    }
+                    // A slot is free; a sender may be waiting for it. A lone
+                    // side's claim is a plain store, so the list fences first.
+                    self.senders
+                        .notify_one(!<M::Rx<P> as Cursor>::CLAIM_SYNCS_WITH_WAITERS);
                     return Ok(msg);
                 }
                 Err(head) => {
@@ -287,25 +285,27 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     /// The slow path of `recv`: spin a little (threads only), then park.
     #[cold]
     fn recv_blocking(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
-        let park = hook::current();
-        let spin = park.spin_before_park();
-        let mut backoff = Backoff::new();
-        loop {
-            // The attempt just made found the ring empty.
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Err(RecvTimeoutError::Timeout);
+        // Borrowed, not cloned: no reference count moves per block.
+        hook::with_current(|park| {
+            let spin = park.spin_before_park();
+            let mut backoff = Backoff::new();
+            loop {
+                // The attempt just made found the ring empty.
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    return Err(RecvTimeoutError::Timeout);
+                }
+                if spin && !backoff.is_completed() {
+                    backoff.snooze();
+                } else {
+                    wait_on(&*self.receivers, park, deadline, || self.still_empty());
+                }
+                match self.try_recv() {
+                    Ok(msg) => return Ok(msg),
+                    Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
+                    Err(TryRecvError::Empty) => {}
+                }
             }
-            if spin && !backoff.is_completed() {
-                backoff.snooze();
-            } else {
-                wait_on(&self.receivers, &*park, deadline, || self.still_empty());
-            }
-            match self.try_recv() {
-                Ok(msg) => return Ok(msg),
-                Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
-                Err(TryRecvError::Empty) => {}
-            }
-        }
+        })
     }
 
     // ---- endpoints -------------------------------------------------------
@@ -323,6 +323,8 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
             self.tx_gone.store(1, Ordering::SeqCst);
             fence(Ordering::SeqCst);
             self.receivers.notify_all();
+            // No sender will wait again: let go of a kept waker.
+            self.senders.retire();
         }
     }
 
@@ -331,6 +333,8 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
             self.rx_gone.store(1, Ordering::SeqCst);
             fence(Ordering::SeqCst);
             self.senders.notify_all();
+            // No receiver will wait again: let go of a kept waker.
+            self.receivers.retire();
             // Nobody will receive what is buffered: drop it now rather than
             // when the last sender goes. Draining through the cursor keeps
             // this safe even if two "last" receivers race here.
@@ -363,22 +367,23 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     }
 }
 
-/// Blocks once, without losing a wake-up (invariant 3): registers on `list`,
-/// fences, and parks only if `still_blocked` says the peer has not made
-/// progress in between. Returns after a wake, a timeout or a spurious
+/// Blocks once, without losing a wake-up (invariant 3): registers on
+/// `waiters`, fences, and parks only if `still_blocked` says the peer has not
+/// made progress in between. Returns after a wake, a timeout or a spurious
 /// return; the caller retries its operation either way.
 ///
 /// If `park` unwinds (a coroutine cancelled at shutdown is unwound from
-/// inside its park), the waiter still leaves the list; see [`Registered`].
-fn wait_on<L: RawLock>(
-    list: &WaitList<L>,
+/// inside its park), the waiter still leaves; see [`Registered`].
+#[inline]
+fn wait_on<W: Waiters>(
+    waiters: &W,
     park: &dyn Park,
     deadline: Option<Instant>,
     still_blocked: impl FnOnce() -> bool,
 ) {
     let registered = Registered {
-        list,
-        key: list.register(park.waker()),
+        waiters,
+        ticket: waiters.register(park),
     };
     fence(Ordering::SeqCst);
     if still_blocked() {
@@ -387,33 +392,30 @@ fn wait_on<L: RawLock>(
     registered.leave();
 }
 
-/// A waiter's entry on a waiter list, removed on every way out of
-/// `wait_on`. On a normal return ([`leave`](Registered::leave)) the caller
-/// retries its operation, which uses any wake it was chosen for. On unwind
-/// (`Drop`) there is no retry: an entry left behind would swallow the next
+/// A registered waiter, which leaves on every way out of `wait_on`. On a
+/// normal return ([`leave`](Registered::leave)) the caller retries its
+/// operation, which uses any wake it was chosen for. On unwind (`Drop`)
+/// there is no retry: a registration left behind would swallow the next
 /// wake-one (a dead waiter "woken" while a live one sleeps through a
 /// buffered message or a free slot), and a wake already taken would be
-/// lost, so it is passed on to the next waiter.
-struct Registered<'a, L: RawLock> {
-    list: &'a WaitList<L>,
-    key: Key,
+/// lost, so the list hands it on ([`Waiters::abandon`]).
+struct Registered<'a, W: Waiters> {
+    waiters: &'a W,
+    ticket: W::Ticket,
 }
 
-impl<L: RawLock> Registered<'_, L> {
+impl<W: Waiters> Registered<'_, W> {
     /// The normal way out.
+    #[inline]
     fn leave(self) {
         let this = std::mem::ManuallyDrop::new(self);
-        this.list.unregister(this.key);
+        this.waiters.leave(this.ticket);
     }
 }
 
-impl<L: RawLock> Drop for Registered<'_, L> {
+impl<W: Waiters> Drop for Registered<'_, W> {
     /// Only reached when unwinding out of `park` (or the re-check).
     fn drop(&mut self) {
-        if !self.list.unregister(self.key) {
-            // A wake-one chose us (or a wake-all took everyone, in which
-            // case this is a harmless spurious wake). Hand it on.
-            self.list.notify_one();
-        }
+        self.waiters.abandon(self.ticket);
     }
 }

@@ -8,9 +8,16 @@
 //! installs its own context on each executor thread with [`set_current`], and
 //! there `park` suspends only the running coroutine.
 //!
+//! The blocking path borrows the context ([`with_current`]) rather than
+//! cloning its `Rc`, and a side with one endpoint keeps the waker it
+//! registered last, asking [`Park::will_wake`] whether it still serves
+//! instead of taking a fresh one: a coroutine that blocks again and again on
+//! the same channel touches no reference count.
+//!
 //! # Contract for implementors
 //!
-//! * `waker()` returns a waker for the party that will call `park` next.
+//! * `waker()` returns a waker for the party that will call `park` next;
+//!   `will_wake(w)` says whether `w` already wakes that party.
 //! * A wake that arrives *before* `park` is called (or while the party is
 //!   still on its way into `park`) is remembered: the next `park` returns at
 //!   once. This is what makes "register, then re-check, then park" free of
@@ -45,6 +52,17 @@ pub trait Park {
     /// A waker that makes the next (or current) [`park`](Park::park) of this
     /// context return.
     fn waker(&self) -> Waker;
+
+    /// Whether `waker` (one this context or another handed out earlier)
+    /// wakes the party that will call [`park`](Park::park) next, so that it
+    /// can be used again instead of a fresh [`waker`](Park::waker). A false
+    /// `false` only costs a fresh waker; a false `true` loses wake-ups.
+    ///
+    /// The default asks [`Waker::will_wake`] against a fresh waker; an
+    /// implementation that can tell without making one should.
+    fn will_wake(&self, waker: &Waker) -> bool {
+        waker.will_wake(&self.waker())
+    }
 
     /// Blocks until woken through a waker from [`waker`](Park::waker), or
     /// until `deadline` has passed. May return spuriously. A wake delivered
@@ -89,6 +107,9 @@ impl Park for ThreadPark {
     fn waker(&self) -> Waker {
         self.waker.clone()
     }
+    fn will_wake(&self, waker: &Waker) -> bool {
+        waker.will_wake(&self.waker)
+    }
     fn park(&self, deadline: Option<Instant>) {
         self.parker.park(deadline);
     }
@@ -105,12 +126,50 @@ thread_local! {
 
 /// Installs `hook` as this thread's park context and returns the previous
 /// one. `None` restores the default, which parks the OS thread.
+///
+/// # Panics
+///
+/// If a blocking operation on this thread is inside [`with_current`] (a
+/// coroutine parked in a channel operation, with another context running
+/// on the thread): the context it is using must outlive its park.
 pub fn set_current(hook: Option<Rc<dyn Park>>) -> Option<Rc<dyn Park>> {
-    CURRENT.with(|c| std::mem::replace(&mut *c.borrow_mut(), hook))
+    CURRENT.with(|c| {
+        let mut current = c
+            .try_borrow_mut()
+            .expect("swco: hook::set_current while a blocking operation is parked on this thread");
+        std::mem::replace(&mut *current, hook)
+    })
 }
 
 /// This thread's park context: the installed one, or the OS-thread parker.
 pub fn current() -> Rc<dyn Park> {
     let installed = CURRENT.with(|c| c.borrow().clone());
     installed.unwrap_or_else(|| THREAD.with(Rc::clone))
+}
+
+/// Runs `f` with this thread's park context (the installed one, or the
+/// OS-thread parker), borrowed rather than cloned: no reference count moves.
+///
+/// The context stays installed while `f` runs, parks included: until `f`
+/// returns (or unwinds), [`set_current`] on this thread panics rather than
+/// drop a context that a parked operation is still inside.
+#[inline]
+pub fn with_current<R>(f: impl FnOnce(&dyn Park) -> R) -> R {
+    CURRENT.with(|c| {
+        // A shared borrow, held across `f`: other contexts of this thread
+        // (coroutines) may borrow too, but nobody may replace the context.
+        let installed = c.borrow();
+        let thread;
+        let park = match installed.as_deref() {
+            Some(park) => park,
+            None => {
+                // No context installed: a plain thread, about to make a
+                // system call to park. One clone does not matter there.
+                thread = THREAD.with(Rc::clone);
+                &*thread
+            }
+        };
+        // One call site, so that `f` can be inlined here.
+        f(park)
+    })
 }

@@ -101,6 +101,13 @@ pub trait Mode: sealed::Sealed + Send + Sync + 'static {
     type Tx<P: Protocol>: claim::Cursor;
     #[doc(hidden)]
     type Rx<P: Protocol>: claim::Cursor;
+    /// Where blocked senders wait: a lock-free single-waiter slot if the
+    /// sender side has one endpoint, else a waiter list.
+    #[doc(hidden)]
+    type TxWait<P: Protocol>: waker::Waiters;
+    /// Where blocked receivers wait, likewise.
+    #[doc(hidden)]
+    type RxWait<P: Protocol>: waker::Waiters;
     /// `Cell<()>` for a single side, so its endpoint is `Send` but not `Sync`.
     #[doc(hidden)]
     type TxShare: Send;
@@ -118,7 +125,10 @@ pub trait ManyConsumers: Mode {}
 type Lone = std::cell::Cell<()>;
 
 macro_rules! mode {
-    ($(#[$doc:meta])* $name:ident, $str:literal, tx: $tx:ty, rx: $rx:ty, $txs:ty, $rxs:ty) => {
+    (
+        $(#[$doc:meta])* $name:ident, $str:literal,
+        tx: $tx:ty, rx: $rx:ty, tx_wait: $txw:ty, rx_wait: $rxw:ty, $txs:ty, $rxs:ty
+    ) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
         pub struct $name;
@@ -126,6 +136,8 @@ macro_rules! mode {
         impl Mode for $name {
             type Tx<P: Protocol> = $tx;
             type Rx<P: Protocol> = $rx;
+            type TxWait<P: Protocol> = $txw;
+            type RxWait<P: Protocol> = $rxw;
             type TxShare = $txs;
             type RxShare = $rxs;
             const NAME: &'static str = $str;
@@ -133,21 +145,27 @@ macro_rules! mode {
     };
 }
 
+// A single side's waiter slot is `WaiterSlot<true>` when the side that wakes
+// it has one endpoint too (spsc), `WaiterSlot<false>` when it has several.
 mode!(
     /// One producer, one consumer: no synchronisation on either side.
-    Spsc, "spsc", tx: claim::Single, rx: claim::Single, Lone, Lone
+    Spsc, "spsc", tx: claim::Single, rx: claim::Single,
+    tx_wait: waker::WaiterSlot<true>, rx_wait: waker::WaiterSlot<true>, Lone, Lone
 );
 mode!(
     /// One producer, many consumers: consumers claim through the protocol.
-    Spmc, "spmc", tx: claim::Single, rx: P::Cursor, Lone, ()
+    Spmc, "spmc", tx: claim::Single, rx: P::Cursor,
+    tx_wait: waker::WaiterSlot<false>, rx_wait: waker::WaitList<P::Lock>, Lone, ()
 );
 mode!(
     /// Many producers, one consumer: producers claim through the protocol.
-    Mpsc, "mpsc", tx: P::Cursor, rx: claim::Single, (), Lone
+    Mpsc, "mpsc", tx: P::Cursor, rx: claim::Single,
+    tx_wait: waker::WaitList<P::Lock>, rx_wait: waker::WaiterSlot<false>, (), Lone
 );
 mode!(
     /// Many producers, many consumers: both sides claim through the protocol.
-    Mpmc, "mpmc", tx: P::Cursor, rx: P::Cursor, (), ()
+    Mpmc, "mpmc", tx: P::Cursor, rx: P::Cursor,
+    tx_wait: waker::WaitList<P::Lock>, rx_wait: waker::WaitList<P::Lock>, (), ()
 );
 
 impl ManyProducers for Mpsc {}

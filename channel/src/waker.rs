@@ -1,32 +1,81 @@
 //! Waiter lists, kept apart from the ring: who is blocked on a full or an
 //! empty channel, and how to wake them.
 //!
-//! A blocking operation registers a [`Waker`] here, then issues
+//! A blocking operation registers here ([`Waiters::register`]), then issues
 //! `fence(SeqCst)`, then re-checks the ring before parking. The peer, after
-//! changing the ring, looks at [`WaitList::has_waiters`]; in between it is
-//! ordered against the waiter either by its own `fence(SeqCst)` (a lone side,
-//! whose progress is a plain store) or by its claim, a read-modify-write on
-//! a word that the waiter's re-check also read-modify-writes (`Cas` and
-//! `Updt` sides; see `Cursor::CLAIM_SYNCS_WITH_WAITERS`). Either way at
-//! least one side sees the other: the waiter's re-check sees the progress
-//! and it does not park, or the peer sees the waiter and wakes it. Wakers are
-//! invoked after the list's lock is released.
+//! changing the ring, looks for waiters ([`Waiters::notify_one`]); in
+//! between it is ordered against the waiter either by its own
+//! `fence(SeqCst)` (a lone side, whose progress is a plain store) or by its
+//! claim, a read-modify-write on a word that the waiter's re-check also
+//! read-modify-writes (`Cas` and `Updt` sides; see
+//! `Cursor::CLAIM_SYNCS_WITH_WAITERS`). Either way at least one side sees the
+//! other: the waiter's re-check sees the progress and it does not park, or
+//! the peer sees the waiter and wakes it.
 //!
-//! Wake-one picks the oldest waiter and *removes* it from the list: being
-//! removed is how a waiter learns it was chosen. A chosen waiter always
-//! retries its operation at least once before giving up (even on timeout),
-//! or, if it unwinds out of its park instead, wakes the next waiter in its
-//! place (see `chan::Registered`), so the progress it was woken for is never
-//! left unused while others sleep.
+//! Two kinds of list, chosen per side by the mode (`Mode::TxWait`,
+//! `Mode::RxWait`):
+//!
+//! * [`WaitList`], for a side with several endpoints: a queue of wakers
+//!   under a tiny lock (CAS or add-only, by protocol). Wake-one picks the
+//!   oldest waiter and *removes* it from the list: being removed is how a
+//!   waiter learns it was chosen. A chosen waiter always retries its
+//!   operation at least once before giving up (even on timeout), or, if it
+//!   unwinds out of its park instead, wakes the next waiter in its place, so
+//!   the progress it was woken for is never left unused while others sleep.
+//!   Wakers are invoked after the list's lock is released.
+//! * [`WaiterSlot`], for a side with one endpoint, which has one waiter at a
+//!   time: no lock, no queue, no key, and the waiter's [`Waker`] is kept
+//!   between blocks, so blocking again on the same channel clones nothing.
+//!   Loads, stores and add-without-result only, so it serves both protocols.
 
 use std::collections::VecDeque;
 use std::task::Waker;
 
+use crate::backoff::Backoff;
+use crate::hook::Park;
 use crate::lock::RawLock;
-use crate::sync::{Ordering, UnsafeCell};
+use crate::sync::{fence, Ordering, UnsafeCell};
 use crate::updt::UpdtCell;
 
-pub(crate) struct WaitList<L> {
+/// The waiters of one side of a channel (blocked senders, or blocked
+/// receivers), as the blocking path and the peer's wake path see them.
+pub trait Waiters: Send + Sync + 'static {
+    /// What a registered waiter holds until it leaves.
+    type Ticket: Copy;
+
+    fn new() -> Self;
+
+    /// Adds the caller, to be woken through `park`'s waker. Follow with
+    /// `fence(SeqCst)`, a re-check, and then (if still blocked) the park;
+    /// and on every way out, [`leave`](Waiters::leave) or (unwinding)
+    /// [`abandon`](Waiters::abandon).
+    fn register(&self, park: &dyn Park) -> Self::Ticket;
+
+    /// The normal way out of a wait; the caller retries its operation next,
+    /// which uses any wake it was chosen for.
+    fn leave(&self, ticket: Self::Ticket);
+
+    /// The way out when unwinding out of the park: there is no retry, so a
+    /// wake this waiter was chosen for is handed on.
+    fn abandon(&self, ticket: Self::Ticket);
+
+    /// Called by the peer after it made progress: wakes one waiter, if any.
+    /// `fence` is `true` when the progress was a plain store (a lone side):
+    /// the list then issues the `fence(SeqCst)` of invariant 3 itself,
+    /// between the progress and its look at the waiters.
+    fn notify_one(&self, fence: bool);
+
+    /// Wakes every waiter (disconnection). The caller has already issued
+    /// `fence(SeqCst)` after storing its flag.
+    fn notify_all(&self);
+
+    /// The side's last endpoint is gone: nobody will wait here again, so let
+    /// go of anything kept for the next waiter.
+    fn retire(&self);
+}
+
+/// The waiter list of a side with several endpoints.
+pub struct WaitList<L> {
     lock: L,
     /// Guarded by `lock`.
     entries: UnsafeCell<VecDeque<(u64, Waker)>>,
@@ -44,10 +93,10 @@ unsafe impl<L: RawLock> Send for WaitList<L> {}
 
 /// A ticket for a registered waiter.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Key(u64);
+pub struct Key(u64);
 
 impl<L: RawLock> WaitList<L> {
-    pub(crate) fn new() -> Self {
+    fn empty() -> Self {
         WaitList {
             lock: L::new(),
             entries: UnsafeCell::new(VecDeque::new()),
@@ -67,7 +116,7 @@ impl<L: RawLock> WaitList<L> {
     }
 
     /// Adds a waiter. Follow with `fence(SeqCst)` and a re-check.
-    pub(crate) fn register(&self, waker: Waker) -> Key {
+    fn add(&self, waker: Waker) -> Key {
         self.with_locked(|entries, next| {
             let key = *next;
             *next += 1;
@@ -80,7 +129,7 @@ impl<L: RawLock> WaitList<L> {
 
     /// Removes a waiter that stops waiting. Returns `false` if it was no
     /// longer listed, i.e. a waker chose it.
-    pub(crate) fn unregister(&self, key: Key) -> bool {
+    fn remove(&self, key: Key) -> bool {
         // We stored a non-zero length when we registered, so reading zero
         // (our own store or a later one) means a waker has since emptied the
         // list, taking our entry with it: no need for the lock. This is the
@@ -99,15 +148,17 @@ impl<L: RawLock> WaitList<L> {
         })
     }
 
-    /// Cheap check, after the caller's `fence(SeqCst)`.
+    /// Cheap check, after the caller's `fence(SeqCst)` or claim.
     #[inline]
-    pub(crate) fn has_waiters(&self) -> bool {
-        // Relaxed: ordered by the caller's fence against the waiter's fence.
+    fn has_waiters(&self) -> bool {
+        // Relaxed: ordered by the caller's fence against the waiter's fence
+        // (or by the claim against the waiter's re-check; see the module
+        // docs).
         self.len.load(Ordering::Relaxed) != 0
     }
 
     /// Wakes the oldest waiter, if any.
-    pub(crate) fn notify_one(&self) {
+    fn wake_one(&self) {
         if let Some((_, waker)) = self.with_locked(|entries, _| {
             let first = entries.pop_front();
             self.len.store(entries.len(), Ordering::Relaxed);
@@ -116,9 +167,44 @@ impl<L: RawLock> WaitList<L> {
             waker.wake();
         }
     }
+}
 
-    /// Wakes every waiter (disconnection).
-    pub(crate) fn notify_all(&self) {
+impl<L: RawLock + 'static> Waiters for WaitList<L> {
+    type Ticket = Key;
+
+    fn new() -> Self {
+        Self::empty()
+    }
+
+    #[inline]
+    fn register(&self, park: &dyn Park) -> Key {
+        self.add(park.waker())
+    }
+
+    #[inline]
+    fn leave(&self, key: Key) {
+        self.remove(key);
+    }
+
+    fn abandon(&self, key: Key) {
+        if !self.remove(key) {
+            // A wake-one chose us (or a wake-all took everyone, in which
+            // case this is a harmless spurious wake). Hand it on.
+            self.wake_one();
+        }
+    }
+
+    #[inline]
+    fn notify_one(&self, fence_first: bool) {
+        if fence_first {
+            fence(Ordering::SeqCst);
+        }
+        if self.has_waiters() {
+            self.wake_one();
+        }
+    }
+
+    fn notify_all(&self) {
         let all = self.with_locked(|entries, _| {
             self.len.store(0, Ordering::Relaxed);
             std::mem::take(entries)
@@ -126,5 +212,331 @@ impl<L: RawLock> WaitList<L> {
         for (_, waker) in all {
             waker.wake();
         }
+    }
+
+    fn retire(&self) {}
+}
+
+/// The waiter slot of a side with one endpoint (the sender of `spsc` and
+/// `spmc`, the receiver of `spsc` and `mpsc`). `LONE_WAKER` says whether the
+/// *other* side, the one that wakes, has one endpoint too (`spsc`).
+///
+/// One endpoint means one waiter at a time: the endpoint is not `Sync`, so
+/// only one thread can use it at once. (Several coroutines of one thread can
+/// still share it, through a thread-local; the second and later of those
+/// wait in `overflow`, see below.) So a waiter is a word, `waiting`, and a
+/// waker kept in `waker`:
+///
+/// * **register**: make sure `waker` wakes the caller (it usually does
+///   already: the same coroutine blocking on the same channel again), then
+///   store `waiting = 1`; the caller fences and re-checks (invariant 3);
+/// * **wake** (the peer, after its progress and its fence or claim): if
+///   `waiting` is 1, call `wake_by_ref` on the kept waker, with no clone;
+/// * **leave** (every way out of the wait, unwinding included): store
+///   `waiting = 0`. A wake the waiter got but did not use needs no handing
+///   on: there is nobody else to hand it to, and a waiter that returns
+///   normally retries its operation.
+///
+/// The waker stays in the slot after the waiter leaves, so the only writes
+/// to `waker` are the rare replacements (a different coroutine or thread
+/// blocks here next) and [`retire`](Waiters::retire). A waker that loaded
+/// `waiting = 1` may still be reading `waker` after the waiter has left, so
+/// a replacement first waits until no waker is reading ([`quiesce`]): each
+/// waker counts itself into `waking` before it loads `waiting` and out after
+/// its last read of `waker`, and the waiter, after storing `waiting = 0`,
+/// orders itself against those counts (a fence, or an add of 0) before it
+/// looks at them. Of a waker and a replacing waiter, either the waker sees
+/// `waiting = 0` and leaves the cell alone, or the waiter sees the waker
+/// counted in and waits for it.
+///
+/// Only loads, stores and add-without-result touch the shared words, so the
+/// slot serves the `Updt` protocol as it is, and `Cas` too. A lone waking
+/// side (`LONE_WAKER`) counts itself with a plain load and store (it has one
+/// endpoint, so no other thread races it) before the `fence(SeqCst)` it
+/// issues anyway after its progress; several waking endpoints count with
+/// `updt`, and only when they find a waiter.
+///
+/// [`quiesce`]: WaiterSlot::quiesce
+pub struct WaiterSlot<const LONE_WAKER: bool> {
+    /// 1 while a waiter is registered, else 0. Stored only by the waiter side.
+    waiting: UpdtCell,
+    /// Wakers between counting themselves in (before loading `waiting`) and
+    /// out (after their last read of `waker`). Changed only by the waking
+    /// side; read by the waiter side before it writes `waker`.
+    waking: UpdtCell,
+    /// The waker of the waiter registered now, or of the last one. Written
+    /// only by the waiter side, while `waiting` is 0 and after
+    /// [`quiesce`](WaiterSlot::quiesce); read by wakers that counted
+    /// themselves in and then loaded `waiting = 1`.
+    waker: UnsafeCell<Option<Waker>>,
+    /// Waiters that came while another was registered: coroutines of one
+    /// thread sharing the endpoint. The peer never looks here; the
+    /// registered waiter wakes them all when it leaves, and they retry (one
+    /// of them then takes the slot). Touched only by the waiter side.
+    overflow: UnsafeCell<Overflow>,
+}
+
+/// Waiters queued behind the registered one; see [`WaiterSlot`].
+struct Overflow {
+    entries: VecDeque<(u64, Waker)>,
+    next_key: u64,
+}
+
+// SAFETY: `waker` is written only by the waiter side, never while a waker
+// may read it (see `quiesce`), and reads race only with reads. `overflow` is
+// touched only by the waiter side, which is one endpoint, and that endpoint
+// is not `Sync`: one thread at a time uses it, and moving it to another
+// thread synchronises. Everything else is atomic.
+unsafe impl<const LONE_WAKER: bool> Sync for WaiterSlot<LONE_WAKER> {}
+// SAFETY: `Waker` is `Send`, and so are the words.
+unsafe impl<const LONE_WAKER: bool> Send for WaiterSlot<LONE_WAKER> {}
+
+/// What a waiter on a [`WaiterSlot`] holds.
+#[derive(Clone, Copy, Debug)]
+pub enum SlotTicket {
+    /// Registered in the slot.
+    Slot,
+    /// Queued behind the registered waiter, under this key.
+    Overflow(u64),
+}
+
+impl<const LONE_WAKER: bool> WaiterSlot<LONE_WAKER> {
+    /// Waits until no waker reads `waker`, nor will read it before loading a
+    /// `waiting = 1` stored after this returns. Called by the waiter side
+    /// with `waiting` 0, before it writes `waker`.
+    fn quiesce(&self) {
+        if LONE_WAKER {
+            // Pairs with the waker's fence between counting itself in and
+            // loading `waiting`: one of the two fences comes first, so either
+            // the waker loads our `waiting = 0` (and leaves the cell alone) or
+            // we load its count below.
+            fence(Ordering::SeqCst);
+        } else {
+            // An add of 0 is a read-modify-write on `waking`, ordered with
+            // every waker's add of 1: if ours is later we load its count
+            // below; if earlier, its add reads from ours, which releases our
+            // `waiting = 0`, and it then loads 0 (or a later value).
+            self.waking.updt(0);
+        }
+        let mut backoff = Backoff::new();
+        // Acquire: a waker counts itself out with a release (a Release store,
+        // or an add), after its last read of `waker`.
+        while self.waking.load(Ordering::Acquire) != 0 {
+            backoff.snooze();
+        }
+    }
+
+    /// Puts `fresh` in `waker`, for a waiter that `waker` would not wake.
+    #[cold]
+    #[inline(never)]
+    fn replace_waker(&self, fresh: Waker) {
+        self.quiesce();
+        // SAFETY: we are the waiter side, the only writer; `waiting` is 0 and
+        // `quiesce` saw no waker reading, and any that reads later first
+        // loads the `waiting = 1` we store after this write.
+        let old = self.waker.with_mut(|w| unsafe { (*w).replace(fresh) });
+        drop(old);
+    }
+
+    /// Queues a waiter behind the registered one.
+    #[cold]
+    #[inline(never)]
+    fn queue_behind(&self, park: &dyn Park) -> SlotTicket {
+        let waker = park.waker();
+        // SAFETY: only the waiter side touches `overflow`, one thread at a
+        // time, and nothing in here can let another coroutine run.
+        let key = self.overflow.with_mut(|o| unsafe {
+            let o = &mut *o;
+            let key = o.next_key;
+            o.next_key += 1;
+            o.entries.push_back((key, waker));
+            key
+        });
+        SlotTicket::Overflow(key)
+    }
+
+    /// Wakes every waiter queued behind the one that is leaving.
+    #[cold]
+    #[inline(never)]
+    fn wake_overflow(&self) {
+        // SAFETY: as in `queue_behind`.
+        let all = self
+            .overflow
+            .with_mut(|o| unsafe { std::mem::take(&mut (*o).entries) });
+        for (_, waker) in all {
+            waker.wake();
+        }
+    }
+
+    /// Counts a waker in, and if the waiter is (still) registered wakes it.
+    /// With a lone waking side the count comes before the fence that orders
+    /// the progress; with several, after the claim that does.
+    #[inline]
+    fn notify(&self, fence_first: bool) {
+        if LONE_WAKER {
+            // A load and a store, not an add: the waking side has one
+            // endpoint, so only this thread changes the count. (Coroutines of
+            // this thread sharing the endpoint cannot interleave between the
+            // two: nothing in between can suspend.)
+            let before = self.waking.load(Ordering::Relaxed);
+            // Relaxed: the fence below orders it before our load of `waiting`.
+            self.waking.store(before + 1, Ordering::Relaxed);
+            let _out = CountOut { slot: self };
+            debug_assert!(fence_first, "a lone waking side progresses by plain stores");
+            fence(Ordering::SeqCst);
+            // Acquire: pairs with the Release of the waiter's `waiting = 1`,
+            // which comes after its write of `waker`.
+            if self.waiting.load(Ordering::Acquire) != 0 {
+                self.wake_waiter();
+            }
+        } else {
+            if fence_first {
+                fence(Ordering::SeqCst);
+            }
+            // Relaxed: a first look. Ordered against the waiter's
+            // registration by the fence above or by our claim (invariant 3);
+            // the Acquire load below is the one that decides.
+            if self.waiting.load(Ordering::Relaxed) == 0 {
+                return;
+            }
+            self.waking.updt(1);
+            let _out = CountOut { slot: self };
+            // Acquire: as above.
+            if self.waiting.load(Ordering::Acquire) != 0 {
+                self.wake_waiter();
+            }
+        }
+    }
+
+    /// Wakes the registered waiter. The caller is counted in `waking` and
+    /// has since loaded `waiting = 1`.
+    #[inline]
+    fn wake_waiter(&self) {
+        // SAFETY: we counted ourselves in before loading `waiting = 1`, so the
+        // waiter side does not write `waker` until we count ourselves out (see
+        // `quiesce`), and our Acquire load of `waiting` ordered us after its
+        // last write.
+        self.waker.with(|w| {
+            if let Some(waker) = unsafe { &*w } {
+                waker.wake_by_ref();
+            }
+        });
+    }
+}
+
+/// Counts a waker out of [`WaiterSlot::waking`], also when its wake unwinds.
+struct CountOut<'a, const LONE_WAKER: bool> {
+    slot: &'a WaiterSlot<LONE_WAKER>,
+}
+
+impl<const LONE_WAKER: bool> Drop for CountOut<'_, LONE_WAKER> {
+    #[inline]
+    fn drop(&mut self) {
+        if LONE_WAKER {
+            // Re-read rather than restore what we read on the way in: a
+            // waker that suspends (letting another coroutine of this thread
+            // count itself in and out) must not undo that one's count.
+            // Relaxed: only this thread stores it.
+            let now = self.slot.waking.load(Ordering::Relaxed);
+            // Release: our reads of `waker` come before, for a waiter that
+            // loads this (Acquire) and then replaces it.
+            self.slot.waking.store(now - 1, Ordering::Release);
+        } else {
+            // An add: a release, like the store above.
+            self.slot.waking.updt(-1);
+        }
+    }
+}
+
+impl<const LONE_WAKER: bool> Waiters for WaiterSlot<LONE_WAKER> {
+    type Ticket = SlotTicket;
+
+    fn new() -> Self {
+        WaiterSlot {
+            waiting: UpdtCell::new(0),
+            waking: UpdtCell::new(0),
+            waker: UnsafeCell::new(None),
+            overflow: UnsafeCell::new(Overflow {
+                entries: VecDeque::new(),
+                next_key: 0,
+            }),
+        }
+    }
+
+    #[inline]
+    fn register(&self, park: &dyn Park) -> SlotTicket {
+        // Relaxed: only the waiter side stores it, one thread at a time.
+        if self.waiting.load(Ordering::Relaxed) != 0 {
+            return self.queue_behind(park);
+        }
+        // SAFETY: we are the waiter side, the only writer of the cell;
+        // wakers may be reading it too, which is fine.
+        let kept = self
+            .waker
+            .with(|w| unsafe { &*w }.as_ref().is_some_and(|w| park.will_wake(w)));
+        if !kept {
+            self.replace_waker(park.waker());
+        }
+        // Release: a waker that loads this 1 (Acquire) sees the waker above.
+        // The caller's fence(SeqCst) orders it before the re-check.
+        self.waiting.store(1, Ordering::Release);
+        SlotTicket::Slot
+    }
+
+    #[inline]
+    fn leave(&self, ticket: SlotTicket) {
+        match ticket {
+            SlotTicket::Slot => {
+                // Relaxed: a waker that still loads the old 1 only wakes us
+                // spuriously, which parks allow, and a replacement of the
+                // waker waits for it (`quiesce`).
+                self.waiting.store(0, Ordering::Relaxed);
+                // SAFETY: as in `queue_behind`.
+                let queued = self.overflow.with(|o| unsafe { !(*o).entries.is_empty() });
+                if queued {
+                    self.wake_overflow();
+                }
+            }
+            SlotTicket::Overflow(key) => {
+                // SAFETY: as in `queue_behind`. Not found: the registered
+                // waiter left and woke us, and everyone else queued.
+                self.overflow.with_mut(|o| unsafe {
+                    let entries = &mut (*o).entries;
+                    if let Some(i) = entries.iter().position(|(k, _)| *k == key) {
+                        entries.remove(i);
+                    }
+                });
+            }
+        }
+    }
+
+    fn abandon(&self, ticket: SlotTicket) {
+        // Nothing to hand on: the peer wakes only the registered waiter, and
+        // its leaving wakes every queued one.
+        self.leave(ticket);
+    }
+
+    #[inline]
+    fn notify_one(&self, fence_first: bool) {
+        self.notify(fence_first);
+    }
+
+    fn notify_all(&self) {
+        // The registered waiter is all the peer can wake; queued ones follow
+        // when it leaves. The fence is the caller's, repeated where the count
+        // must come before one.
+        self.notify(LONE_WAKER);
+    }
+
+    fn retire(&self) {
+        debug_assert_eq!(
+            self.waiting.load(Ordering::Relaxed),
+            0,
+            "retired while waited on"
+        );
+        self.quiesce();
+        // SAFETY: as in `replace_waker`; and nobody will register again.
+        let old = self.waker.with_mut(|w| unsafe { (*w).take() });
+        drop(old);
     }
 }

@@ -53,7 +53,23 @@ use crate::wake::WakeState;
 /// A coroutine body, boxed so it can travel to its home executor. The
 /// executor calls it exactly once, saying whether to run the user's closure
 /// or only to drop it (see [`Start`]).
-pub(crate) type Job = Box<dyn FnOnce(Start) + Send>;
+pub(crate) struct Job {
+    body: Box<dyn FnOnce(Start) + Send>,
+    /// Placed by [`Placement::Local`](crate::Placement::Local): it may be
+    /// started by another executor that steals it. Pinned jobs and jobs
+    /// placed by the other policies start where they were placed.
+    stealable: bool,
+}
+
+impl Job {
+    pub(crate) fn new(body: Box<dyn FnOnce(Start) + Send>, stealable: bool) -> Self {
+        Job { body, stealable }
+    }
+
+    fn run(self, start: Start) {
+        (self.body)(start)
+    }
+}
 
 /// How the executor starts a [`Job`].
 pub(crate) enum Start {
@@ -131,6 +147,10 @@ pub(crate) struct ExecutorShared {
     stealer: Stealer<Job>,
     /// The deque's owning end, until the executor thread takes it.
     worker: std::sync::Mutex<Option<Worker<Job>>>,
+    /// Set once the executor thread has left its loop (or is about to):
+    /// a job handed to it now would never run. Only a cancelling shutdown
+    /// lets an executor go while coroutines elsewhere may still spawn.
+    pub(crate) exited: AtomicBool,
 }
 
 impl ExecutorShared {
@@ -145,6 +165,7 @@ impl ExecutorShared {
             idle: CachePadded::new(AtomicBool::new(false)),
             stealer: spawns.stealer(),
             worker: std::sync::Mutex::new(Some(spawns)),
+            exited: AtomicBool::new(false),
         }
     }
 
@@ -499,17 +520,15 @@ impl Local {
         });
     }
 
-    /// Queues `job`, placed here (pinned, or placed by the runtime's policy
-    /// from outside): started in arrival order, never stolen. It holds no
-    /// stack until it first runs.
+    /// Queues `job`, which holds no stack until it first runs. A stealable
+    /// job (placed by [`Placement::Local`](crate::Placement::Local)) joins
+    /// the local spawns: the newest starts first (depth-first), and idle
+    /// executors may steal the oldest. Others (pinned, or placed by another
+    /// policy) start in arrival order, here.
     pub(crate) fn start(&self, job: Job) {
-        self.placed.borrow_mut().push_back(job);
-    }
-
-    /// Queues `job`, spawned by a coroutine of this executor onto it: the
-    /// newest such job starts first (depth-first), and idle executors may
-    /// steal the oldest ones. It holds no stack until it first runs.
-    pub(crate) fn start_local(&self, job: Job) {
+        if !job.stealable {
+            return self.placed.borrow_mut().push_back(job);
+        }
         self.spawns.push(job);
         // More than the one we are about to run next: worth an idle hand.
         if self.spawns.len() > 1 {
@@ -540,7 +559,7 @@ impl Local {
                 // The job catches whatever its closure's `Drop` does; it runs
                 // here, on the executor's stack, where blocking parks the
                 // thread.
-                job(Start::Refuse(why));
+                job.run(Start::Refuse(why));
                 bump(&self.shared.counters.spawned, 1);
                 self.finished_one();
                 return;
@@ -570,7 +589,7 @@ impl Local {
             // The job catches its closure's panics and those of the `Drop`s
             // it runs. This is the last line: nothing may unwind out of a
             // coroutine into the executor loop, or the executor dies.
-            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| job(start))) {
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| job.run(start))) {
                 report_escaped_panic(payload);
             }
         });
@@ -766,6 +785,15 @@ impl Local {
             // Acquire: pairs with request_stop's Release.
             match self.shared.stop.load(Ordering::Acquire) {
                 STOP | CANCEL if self.shared.live.load(Ordering::Relaxed) == 0 => {
+                    // SeqCst (both): the Dekker pair with `submit`'s `live`
+                    // increment and `exited` load: either the spawner sees
+                    // us gone and places its job elsewhere, or we see its
+                    // job and stay.
+                    self.shared.exited.store(true, Ordering::SeqCst);
+                    if self.shared.live.load(Ordering::SeqCst) != 0 {
+                        self.shared.exited.store(false, Ordering::SeqCst);
+                        continue;
+                    }
                     self.set_idle(false);
                     return;
                 }
@@ -834,7 +862,11 @@ impl Local {
         if let Some(job) = self.placed.borrow_mut().pop_front() {
             return Some(Runnable::Job(job));
         }
-        self.run_queue.borrow_mut().0.pop_front().map(Runnable::Slot)
+        self.run_queue
+            .borrow_mut()
+            .0
+            .pop_front()
+            .map(Runnable::Slot)
     }
 
     /// Takes unstarted jobs from another executor's local spawns (a batch,
@@ -957,13 +989,38 @@ impl CoroutinePark {
         }
         Some((local, local.running_header()?))
     }
+
+    /// A waker that owns `header`. Every coroutine waker is made here, out
+    /// of line, so that they all share one vtable address and
+    /// [`Waker::will_wake`] can recognise them.
+    #[inline(never)]
+    fn header_waker(header: Arc<TaskHeader>) -> Waker {
+        Waker::from(header)
+    }
 }
 
 impl Park for CoroutinePark {
     fn waker(&self) -> Waker {
         match self.running() {
-            Some((_, header)) => Waker::from(Arc::clone(header)),
+            Some((_, header)) => Self::header_waker(Arc::clone(header)),
             None => self.fallback.waker(),
+        }
+    }
+
+    fn will_wake(&self, waker: &Waker) -> bool {
+        match self.running() {
+            Some((_, header)) => {
+                // A waker for the running coroutine that owns no count: the
+                // `Arc` inside is never dropped, so the count never moves.
+                // SAFETY: the pointer is that of a live `Arc<TaskHeader>`
+                // (`header`, which outlives this borrow), and `ManuallyDrop`
+                // keeps the borrowed `Arc` from being released.
+                let this = std::mem::ManuallyDrop::new(Self::header_waker(unsafe {
+                    Arc::from_raw(Arc::as_ptr(header))
+                }));
+                waker.will_wake(&this)
+            }
+            None => self.fallback.will_wake(waker),
         }
     }
 

@@ -255,8 +255,7 @@ impl RuntimeShared {
                 Some(l) if std::ptr::eq(l.runtime.as_ref(), self) && l.in_coroutine() => {
                     (l.shared.index, true)
                 }
-                // Relaxed: only distinctness of turns matters, not ordering.
-                _ => (self.next.fetch_add(1, Ordering::Relaxed) % n, false),
+                _ => (self.home_of_this_thread(), true),
             },
             // Relaxed: as above.
             Placement::RoundRobin => (self.next.fetch_add(1, Ordering::Relaxed) % n, false),
@@ -277,6 +276,31 @@ impl RuntimeShared {
                 (best, false)
             }
         }
+    }
+
+    /// The executor a plain thread spawns onto under [`Placement::Local`]:
+    /// chosen round-robin at the thread's first spawn on this runtime, then
+    /// kept, so that the coroutines a thread spawns share an executor (their
+    /// hand-offs are local, as Go's goroutines spawned from one P are)
+    /// until idle executors steal some.
+    fn home_of_this_thread(&self) -> usize {
+        thread_local! {
+            /// (runtime, executor) of the last runtime this thread spawned on.
+            static HOME: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
+        }
+        let me = self as *const RuntimeShared as usize;
+        HOME.with(|home| {
+            let (runtime, cpe) = home.get();
+            // (A runtime freed and another built at its address may have
+            // fewer executors.)
+            if runtime == me && cpe < self.executors.len() {
+                return cpe;
+            }
+            // Relaxed: only distinctness of turns matters, not ordering.
+            let cpe = self.next.fetch_add(1, Ordering::Relaxed) % self.executors.len();
+            home.set((me, cpe));
+            cpe
+        })
     }
 
     /// The executors, by index.
@@ -309,22 +333,42 @@ impl RuntimeShared {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let Some(exec) = self.executors.get(cpe) else {
+        let Some(mut exec) = self.executors.get(cpe) else {
             return Err(SpawnError::OutOfRange {
                 cpe,
                 executors: self.executors.len(),
             });
         };
+        let mut cpe = cpe;
         // SeqCst (both): the Dekker pair with shutdown's closed/live.
         self.live.fetch_add(1, Ordering::SeqCst);
         if !from_coroutine && self.closed.load(Ordering::SeqCst) {
             self.finished_one();
             return Err(SpawnError::ShutDown);
         }
-        // Relaxed: a load estimate for placement and reports.
-        exec.live.fetch_add(1, Ordering::Relaxed);
+        // SeqCst: the Dekker pair with an exiting executor's `exited` store
+        // and `live` load (see `ExecutorShared::exited`).
+        exec.live.fetch_add(1, Ordering::SeqCst);
+        if exec.exited.load(Ordering::SeqCst) {
+            // A cancelling shutdown let that executor go. Only a coroutine
+            // can still spawn then (`closed` refuses the others); its own
+            // executor is alive, since it runs the spawner, and starts the
+            // job as cancelled.
+            // Relaxed: a load estimate, as below.
+            exec.live.fetch_sub(1, Ordering::Relaxed);
+            let own = Local::current()
+                .filter(|l| std::ptr::eq(l.runtime.as_ref(), self) && l.in_coroutine());
+            let Some(own) = own else {
+                self.finished_one();
+                return Err(SpawnError::ShutDown);
+            };
+            exec = &self.executors[own.shared.index];
+            cpe = own.shared.index;
+            // Relaxed: a load estimate for placement and reports.
+            exec.live.fetch_add(1, Ordering::Relaxed);
+        }
         let (completer, handle) = JoinSlot::pair();
-        let job: Job = Box::new(move |start: Start| {
+        let body = Box::new(move |start: Start| {
             let result = match start {
                 Start::Run => catch_unwind(AssertUnwindSafe(f)).map_err(join_error),
                 Start::Cancel => {
@@ -346,16 +390,13 @@ impl RuntimeShared {
                 drop_payload(payload);
             }
         });
+        let job = Job::new(body, stealable);
         match Local::current() {
             // Same executor, from inside it: no inbox, no lock.
             Some(local)
                 if local.shared.index == cpe && std::ptr::eq(local.runtime.as_ref(), self) =>
             {
-                if stealable {
-                    local.start_local(job)
-                } else {
-                    local.start(job)
-                }
+                local.start(job)
             }
             _ => exec.push_spawn(job),
         }
@@ -458,7 +499,8 @@ impl Runtime {
         T: Send + 'static,
     {
         let (cpe, stealable) = self.shared.place();
-        self.shared.submit(cpe, f, self.on_own_executor(), stealable)
+        self.shared
+            .submit(cpe, f, self.on_own_executor(), stealable)
     }
 
     /// Spawns a coroutine on executor `cpe` (pinned there for life).
@@ -557,6 +599,11 @@ impl Runtime {
             "swco: Runtime::shutdown called from one of its own executors; it would wait for itself"
         );
         let threads = std::mem::take(&mut *self.threads.lock().unwrap());
+        if threads.is_empty() {
+            // Already shut down: do not wait again for coroutines a
+            // cancelling shutdown left stuck.
+            return Ok(());
+        }
         self.shared.shut_down(threads, deadline)
     }
 }

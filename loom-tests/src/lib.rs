@@ -13,6 +13,9 @@
 //! * `tests/blocking.rs` — blocked senders and receivers are woken, no lost
 //!   wake-up;
 //! * `tests/disconnect.rs` — the last endpoint's drop wakes the other side;
+//! * `tests/waiter_slot.rs` — the single-waiter slot of a side with one
+//!   endpoint replaces its kept waker safely when the endpoint blocks again
+//!   on another thread;
 //! * `tests/updt_claim.rs` — the add-only claim is a mutual exclusion;
 //! * `tests/paper.rs` — the seed paper's Figures 5 and 6 as printed, and the
 //!   counterexamples loom finds in them.
