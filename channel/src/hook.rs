@@ -23,6 +23,10 @@
 //!   once. This is what makes "register, then re-check, then park" free of
 //!   lost wake-ups.
 //! * `park` may return spuriously; callers always re-check their condition.
+//! * A waker only makes the party's `park` return (or its next one): it does
+//!   not run the party inline, wait for it, or suspend (a short lock is
+//!   fine). A single-endpoint side's waiter, replacing its kept waker, waits
+//!   for any waker still reading the old one.
 //!
 //! ```
 //! use swco_channel::hook::{self, Park};
