@@ -372,38 +372,20 @@ fn cancelled_receiver_leaves_no_waiter<R: Clone + Send + 'static>(
 #[test]
 fn cancelled_receiver_leaves_no_waiter_on_the_channel() {
     in_child_process("cancelled_receiver_leaves_no_waiter_on_the_channel", || {
-        {
-            let (tx, rx) = spmc::bounded_with::<u64, Cas>(1);
-            cancelled_receiver_leaves_no_waiter(
-                rx,
-                |r, t| r.recv_timeout(t).ok(),
-                move |v| tx.send(v).unwrap(),
-            );
+        macro_rules! case {
+            ($mode:ident, $protocol:ty) => {{
+                let (tx, rx) = $mode::bounded_with::<u64, $protocol>(1);
+                cancelled_receiver_leaves_no_waiter(
+                    rx,
+                    |r, t| r.recv_timeout(t).ok(),
+                    move |v| tx.send(v).unwrap(),
+                );
+            }};
         }
-        {
-            let (tx, rx) = spmc::bounded_with::<u64, Updt>(1);
-            cancelled_receiver_leaves_no_waiter(
-                rx,
-                |r, t| r.recv_timeout(t).ok(),
-                move |v| tx.send(v).unwrap(),
-            );
-        }
-        {
-            let (tx, rx) = mpmc::bounded_with::<u64, Cas>(1);
-            cancelled_receiver_leaves_no_waiter(
-                rx,
-                |r, t| r.recv_timeout(t).ok(),
-                move |v| tx.send(v).unwrap(),
-            );
-        }
-        {
-            let (tx, rx) = mpmc::bounded_with::<u64, Updt>(1);
-            cancelled_receiver_leaves_no_waiter(
-                rx,
-                |r, t| r.recv_timeout(t).ok(),
-                move |v| tx.send(v).unwrap(),
-            );
-        }
+        case!(spmc, Cas);
+        case!(spmc, Updt);
+        case!(mpmc, Cas);
+        case!(mpmc, Updt);
     });
 }
 
@@ -439,30 +421,19 @@ fn cancelled_sender_leaves_no_waiter_on_the_channel() {
         assert!(waiter.join().unwrap());
     }
     in_child_process("cancelled_sender_leaves_no_waiter_on_the_channel", || {
-        {
-            let (tx, rx) = mpsc::bounded_with::<u64, Cas>(1);
-            case(
-                tx,
-                |s, v, t| s.send_timeout(v, t).is_ok(),
-                move |t| rx.recv_timeout(t).ok(),
-            );
+        macro_rules! case {
+            ($mode:ident, $protocol:ty) => {{
+                let (tx, rx) = $mode::bounded_with::<u64, $protocol>(1);
+                case(
+                    tx,
+                    |s, v, t| s.send_timeout(v, t).is_ok(),
+                    move |t| rx.recv_timeout(t).ok(),
+                );
+            }};
         }
-        {
-            let (tx, rx) = mpsc::bounded_with::<u64, Updt>(1);
-            case(
-                tx,
-                |s, v, t| s.send_timeout(v, t).is_ok(),
-                move |t| rx.recv_timeout(t).ok(),
-            );
-        }
-        {
-            let (tx, rx) = mpmc::bounded_with::<u64, Updt>(1);
-            case(
-                tx,
-                |s, v, t| s.send_timeout(v, t).is_ok(),
-                move |t| rx.recv_timeout(t).ok(),
-            );
-        }
+        case!(mpsc, Cas);
+        case!(mpsc, Updt);
+        case!(mpmc, Updt);
     });
 }
 
