@@ -210,7 +210,7 @@ pub(crate) struct TaskHeader {
     /// [`Cancelled`] in it, or started it as [`Start::Cancel`]); it then runs
     /// its unwinding to the end, suspending as it needs, and is never
     /// cancelled twice. Only the home executor thread touches it.
-    cancel_raised: std::sync::atomic::AtomicBool,
+    cancel_raised: AtomicBool,
 }
 
 impl Wake for TaskHeader {
@@ -570,7 +570,7 @@ impl Local {
             state: WakeState::new(),
             slot,
             home: self.shared.clone(),
-            cancel_raised: std::sync::atomic::AtomicBool::new(false),
+            cancel_raised: AtomicBool::new(false),
         });
         let guard = stack::guard_low(&stack);
         let co = Coroutine::with_stack(stack, move |yielder: &Yielder<(), Suspend>, ()| {
@@ -873,7 +873,7 @@ impl Local {
     /// oldest first), starting from the next executor round. Started
     /// coroutines never move: only jobs that hold no stack yet do.
     fn steal(&self) -> Option<Runnable> {
-        let all = &self.runtime.executor_shared();
+        let all = self.runtime.executor_shared();
         let n = all.len();
         for k in 1..n {
             let victim = &all[(self.shared.index + k) % n];

@@ -53,7 +53,9 @@ pub enum Placement {
     /// executor, and the newest such spawn starts first, so a tree of
     /// coroutines unfolds depth-first and holds few stacks at once; an idle
     /// executor steals the oldest spawns that have not started (a started
-    /// coroutine never moves). Spawns from outside the runtime go round-robin.
+    /// coroutine never moves). A plain thread's spawns all go to one
+    /// executor, chosen round-robin at its first spawn, and may be stolen
+    /// likewise.
     #[default]
     Local,
     /// Executors in turn: 0, 1, 2, ...; no stealing.
@@ -257,7 +259,7 @@ impl RuntimeShared {
                 }
                 _ => (self.home_of_this_thread(), true),
             },
-            // Relaxed: as above.
+            // Relaxed: only distinctness of turns matters, not ordering.
             Placement::RoundRobin => (self.next.fetch_add(1, Ordering::Relaxed) % n, false),
             Placement::LeastLoaded => {
                 let mut best = 0;
@@ -444,8 +446,8 @@ impl Runtime {
         RuntimeBuilder::new()
     }
 
-    /// A runtime with all defaults (64 executors, 64 KiB stacks,
-    /// round-robin).
+    /// A runtime with all defaults (64 executors, 64 KiB stacks, local
+    /// placement with stealing).
     ///
     /// # Errors
     ///
