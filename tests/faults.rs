@@ -111,6 +111,24 @@ fn park_on_executor_0(rt: &Runtime, n: usize) -> (mpmc::Sender<u64>, Vec<JoinHan
     (tx, handles)
 }
 
+/// Checks that executor 0 of `rt` still runs new coroutines, then releases
+/// the coroutines [`park_on_executor_0`] parked there: each receives exactly
+/// one of the messages sent.
+fn assert_executor_0_intact(
+    rt: &Runtime,
+    release: mpmc::Sender<u64>,
+    parked: Vec<JoinHandle<u64>>,
+) {
+    assert_eq!(rt.spawn_on(0, || 7).unwrap().join().unwrap(), 7);
+    let n = parked.len() as u64;
+    for i in 0..n {
+        release.send(i).unwrap();
+    }
+    let mut got: Vec<u64> = parked.into_iter().map(|h| h.join().unwrap()).collect();
+    got.sort_unstable();
+    assert_eq!(got, (0..n).collect::<Vec<_>>());
+}
+
 fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     let start = Instant::now();
     while !done() {
@@ -162,14 +180,7 @@ fn panic_hook_that_blocks_does_not_corrupt_the_executor() {
                 assert!(seen.contains("boom on a small stack"), "{seen}");
                 let err = h.unwrap().join().unwrap_err();
                 assert_eq!(err.panic_message(), Some("boom on a small stack"));
-                // The executor and its parked coroutines are intact.
-                assert_eq!(rt.spawn_on(0, || 7).unwrap().join().unwrap(), 7);
-                for i in 0..3 {
-                    release.send(i).unwrap();
-                }
-                let mut got: Vec<u64> = parked.into_iter().map(|h| h.join().unwrap()).collect();
-                got.sort_unstable();
-                assert_eq!(got, vec![0, 1, 2]);
+                assert_executor_0_intact(&rt, release, parked);
                 rt.shutdown();
             }
             let _ = std::panic::take_hook();
@@ -192,12 +203,7 @@ fn panicking_drop_of_a_detached_result_does_not_kill_the_executor() {
             for _ in 0..3 {
                 drop(rt.spawn_on(0, || PanicOnDrop).unwrap());
             }
-            assert_eq!(rt.spawn_on(0, || 7).unwrap().join().unwrap(), 7);
-            for i in 0..4 {
-                release.send(i).unwrap();
-            }
-            let sum: u64 = parked.into_iter().map(|h| h.join().unwrap()).sum();
-            assert_eq!(sum, 6);
+            assert_executor_0_intact(&rt, release, parked);
             rt.shutdown();
             let total = rt.stats().total();
             assert_eq!(total.spawned, 8);
@@ -219,12 +225,7 @@ fn panicking_drop_of_a_panic_payload_does_not_kill_the_executor() {
             let joined = rt.spawn_on(0, || panic_any(PanicOnDrop)).unwrap();
             drop(rt.spawn_on(0, || panic_any(PanicOnDrop)).unwrap());
             assert!(joined.join().unwrap_err().is_panic());
-            assert_eq!(rt.spawn_on(0, || 7).unwrap().join().unwrap(), 7);
-            for i in 0..4 {
-                release.send(i).unwrap();
-            }
-            let sum: u64 = parked.into_iter().map(|h| h.join().unwrap()).sum();
-            assert_eq!(sum, 6);
+            assert_executor_0_intact(&rt, release, parked);
             rt.shutdown();
         },
     );
