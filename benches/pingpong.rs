@@ -7,12 +7,39 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{pingpong, pingpong_from_thread, Crossbeam, May, Place, Swco};
 use criterion::{criterion_group, criterion_main, Criterion};
-use swco::channel::{Cas, Updt};
+use swco::channel::{spsc, Cas, Updt};
 use swco::Runtime;
+
+/// `iters` round trips between a coroutine on executor `a` and one on `b`,
+/// through SPSC channels.
+fn pingpong_spsc(rt: &Runtime, a: usize, b: usize, iters: u64) -> Duration {
+    let (ping_tx, ping_rx) = spsc::bounded::<u64>(1);
+    let (pong_tx, pong_rx) = spsc::bounded::<u64>(1);
+    let echo = rt
+        .spawn_on(b, move || {
+            for _ in 0..iters {
+                pong_tx.send(ping_rx.recv().expect("a ping")).unwrap();
+            }
+        })
+        .expect("executor b exists");
+    let pinger = rt
+        .spawn_on(a, move || {
+            let start = Instant::now();
+            for i in 0..iters {
+                ping_tx.send(i).unwrap();
+                assert_eq!(pong_rx.recv(), Ok(i));
+            }
+            start.elapsed()
+        })
+        .expect("executor a exists");
+    let elapsed = pinger.join().expect("the pinger finished");
+    echo.join().expect("the echo finished");
+    elapsed
+}
 
 fn bench(c: &mut Criterion) {
     May::configure();
@@ -38,6 +65,14 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("swco-updt/two-executors", |b| {
         b.iter_custom(|i| pingpong(&spread_updt, i))
+    });
+    // The same through SPSC channels: each side waits in its single-waiter
+    // slot rather than on a waiter list.
+    g.bench_function("swco-cas-spsc/one-executor", |b| {
+        b.iter_custom(|i| pingpong_spsc(&rt, 0, 0, i))
+    });
+    g.bench_function("swco-cas-spsc/two-executors", |b| {
+        b.iter_custom(|i| pingpong_spsc(&rt, 0, 1, i))
     });
     g.bench_function("swco-cas/thread-coroutine", |b| {
         b.iter_custom(|i| pingpong_from_thread(&packed_cas, i))

@@ -199,7 +199,6 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     unsafe fn send_blocking(&self, msg: *const T, deadline: Option<Instant>) -> Result<(), Unsent> {
         // Borrowed, not cloned: no reference count moves per block.
         hook::with_current(|park| {
-            let spin = park.spin_before_park();
             let mut backoff = Backoff::new();
             loop {
                 // The attempt just made found the ring full. The deadline is
@@ -208,7 +207,9 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
                 if deadline.is_some_and(|d| Instant::now() >= d) {
                     return Err(Unsent::Timeout);
                 }
-                if spin && !backoff.is_completed() {
+                // Asked afresh each time: a coroutine spins only while its
+                // executor has nothing else to run.
+                if !backoff.is_completed() && park.spin_before_park() {
                     backoff.snooze();
                 } else {
                     wait_on(&*self.senders, park, deadline, || self.still_full());
@@ -287,14 +288,15 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     fn recv_blocking(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
         // Borrowed, not cloned: no reference count moves per block.
         hook::with_current(|park| {
-            let spin = park.spin_before_park();
             let mut backoff = Backoff::new();
             loop {
                 // The attempt just made found the ring empty.
                 if deadline.is_some_and(|d| Instant::now() >= d) {
                     return Err(RecvTimeoutError::Timeout);
                 }
-                if spin && !backoff.is_completed() {
+                // Asked afresh each time: a coroutine spins only while its
+                // executor has nothing else to run.
+                if !backoff.is_completed() && park.spin_before_park() {
                     backoff.snooze();
                 } else {
                     wait_on(&*self.receivers, park, deadline, || self.still_empty());

@@ -73,10 +73,11 @@ pub trait Park {
     /// before this call makes it return at once.
     fn park(&self, deadline: Option<Instant>);
 
-    /// Whether a blocked operation should spin (and yield the thread) for a
-    /// little while before parking. Worth it when parking is a system call
-    /// (OS threads); not when it is a cheap coroutine switch that lets a
-    /// neighbour run, which is the default.
+    /// Whether a blocked operation should spin (and yield the thread) a
+    /// little longer before parking; asked before every spin step. Worth it
+    /// when parking is a system call (OS threads), or when nothing else
+    /// could use the thread meanwhile; not when parking is a cheap coroutine
+    /// switch that lets a neighbour run. The default is `false`.
     fn spin_before_park(&self) -> bool {
         false
     }
