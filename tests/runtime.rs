@@ -719,3 +719,57 @@ fn two_hundred_thousand_blocked_coroutines_all_finish() {
     assert_eq!(total.spawned, N);
     assert_eq!(total.finished, N);
 }
+
+/// A ping-pong pair hands the executor back and forth through the run-next
+/// slot; its budget (and the periodic fairness turn) must still let a third
+/// coroutine of the same executor, woken by a plain thread meanwhile, run
+/// before the pair is done.
+#[test]
+fn a_ping_pong_pair_does_not_starve_its_executor() {
+    const LIMIT: u64 = 1_000_000;
+    let rt = runtime(1);
+    let stop = Arc::new(AtomicUsize::new(0));
+    let (ping_tx, ping_rx) = spsc::bounded::<u64>(1);
+    let (pong_tx, pong_rx) = spsc::bounded::<u64>(1);
+    let (go_tx, go_rx) = spsc::bounded::<()>(1);
+    let s = Arc::clone(&stop);
+    // Parked before the pair starts; a thread wakes it once the pair runs.
+    let third = rt
+        .spawn_on(0, move || {
+            go_rx.recv().unwrap();
+            s.store(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    let echo = rt
+        .spawn_on(0, move || {
+            for v in ping_rx {
+                pong_tx.send(v).unwrap();
+            }
+        })
+        .unwrap();
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let s = Arc::clone(&stop);
+    let pinger = rt
+        .spawn_on(0, move || {
+            let mut rounds = 0;
+            while s.load(Ordering::SeqCst) == 0 && rounds < LIMIT {
+                ping_tx.send(rounds).unwrap();
+                assert_eq!(pong_rx.recv(), Ok(rounds));
+                rounds += 1;
+                if rounds == 1 {
+                    started_tx.send(()).unwrap();
+                }
+            }
+            rounds
+        })
+        .unwrap();
+    started_rx.recv().unwrap();
+    go_tx.send(()).unwrap();
+    let rounds = pinger.join().unwrap();
+    echo.join().unwrap();
+    third.join().unwrap();
+    assert!(
+        rounds < LIMIT,
+        "the pair ran {rounds} rounds without letting the woken coroutine run"
+    );
+}

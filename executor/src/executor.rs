@@ -5,20 +5,17 @@
 //! * a [`WaitQueue`]: the table of its live coroutines, indexed by slot.
 //!   The ones not on the run queue and not running are parked; a wake finds
 //!   its coroutine there by slot in O(1),
-//! * an [`Inbox`] through which other threads hand it new coroutines and
-//!   wakes,
+//! * an [`Inbox`](crate::inbox::Inbox) through which other threads hand it
+//!   new coroutines and wakes,
 //! * a timer heap for parked coroutines with a deadline,
 //! * a [`StackPool`] of free coroutine stacks.
 //!
 //! # Invariants
 //!
-//! * **No migration.** A coroutine is created, resumed and dropped only on its
-//!   home executor thread. Other threads only ever see its [`TaskHeader`]
-//!   (wake state, slot, home), which is `Send + Sync`.
 //! * A slot is on the run queue at most once: it is pushed only by a yield, by
 //!   a spawn, or by whoever wins the `WAITING -> RUNNING` transition of its
-//!   [`WakeState`] (see `wake.rs`), and each of those happens once per
-//!   suspension.
+//!   [`WakeState`](crate::wake::WakeState) (see `wake.rs`), and each of
+//!   those happens once per suspension.
 //! * The executor loop holds no `RefCell` borrow while a coroutine runs, so
 //!   code inside a coroutine (spawn, local wakes) can borrow the queues.
 //! * `CURRENT` points at this thread's [`Local`] for exactly as long as the
@@ -28,191 +25,33 @@
 //!   is never slept through (the protocol and its proof obligations are in
 //!   `inbox.rs`).
 
-use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::task::{Wake, Waker};
+use std::task::Wake;
 use std::time::Instant;
 
 use corosensei::{Coroutine, CoroutineResult, Yielder};
-use crossbeam_deque::{Steal, Stealer, Worker};
-use crossbeam_utils::CachePadded;
-use swco_channel::hook::{self, Park};
-use swco_channel::sync::{Parker, Unparker};
+use crossbeam_deque::{Steal, Worker};
+use swco_channel::sync::Parker;
 
-use crate::inbox::{Inbox, InboxQueue};
-use crate::runtime::RuntimeShared;
+use crate::inbox::InboxQueue;
+use crate::job::{Cancelled, Job, Start};
+use crate::panic::report_escaped_panic;
+use crate::queues::{RunQueue, WaitQueue};
+use crate::shared::{bump, ExecutorShared, RuntimeShared, CANCEL, STOP};
 use crate::stack::{self, StackPool};
-use crate::wake::WakeState;
-
-/// A coroutine body, boxed so it can travel to its home executor. The
-/// executor calls it exactly once, saying whether to run the user's closure
-/// or only to drop it (see [`Start`]).
-pub(crate) struct Job {
-    body: Box<dyn FnOnce(Start) + Send>,
-    /// Placed by [`Placement::Local`](crate::Placement::Local): it may be
-    /// started by another executor that steals it. Pinned jobs and jobs
-    /// placed by the other policies start where they were placed.
-    stealable: bool,
-}
-
-impl Job {
-    pub(crate) fn new(body: Box<dyn FnOnce(Start) + Send>, stealable: bool) -> Self {
-        Job { body, stealable }
-    }
-
-    fn run(self, start: Start) {
-        (self.body)(start)
-    }
-}
-
-/// How the executor starts a [`Job`].
-pub(crate) enum Start {
-    /// Run the closure (on a coroutine stack).
-    Run,
-    /// A cancelling shutdown reached the coroutine before it first ran: drop
-    /// the closure (on its coroutine stack, so a `Drop` may still block) and
-    /// report "cancelled".
-    Cancel,
-    /// No stack could be mapped for it: drop the closure (on the executor's
-    /// own stack) and report why through the join handle.
-    Refuse(String),
-}
-
-/// The panic payload a cancelling shutdown raises inside a coroutine, at the
-/// suspension point it is parked in, to unwind its stack. Never shown to
-/// users: the join handle reports "cancelled".
-pub(crate) struct Cancelled;
-
-/// Why a coroutine handed control back to its executor.
-pub(crate) enum Suspend {
-    /// `yield_now`: run me again after the others.
-    Yield,
-    /// Parked on a channel or join: run me when woken or at the deadline.
-    Park(Option<Instant>),
-}
-
-type Co = Coroutine<(), Suspend, (), stack::CoStack>;
+use crate::task::{Suspend, Task, TaskHeader};
 
 /// How long an executor with nothing to run watches its inbox before it
 /// parks its thread.
 const IDLE_GRACE: std::time::Duration = std::time::Duration::from_micros(20);
 
-/// Executor run state, set by the runtime at shutdown.
-pub(crate) const RUN: u8 = 0;
-/// Exit once nothing is live here (the runtime saw no live coroutine).
-pub(crate) const STOP: u8 = 1;
-/// Exit now, unwinding whatever coroutines are still here.
-pub(crate) const CANCEL: u8 = 2;
-
-/// Per-executor counters. Each has a single writer (the executor thread), so
-/// a relaxed load + store is enough and costs no locked instruction.
-#[derive(Default)]
-pub(crate) struct Counters {
-    pub(crate) spawned: AtomicU64,
-    pub(crate) finished: AtomicU64,
-    pub(crate) switches: AtomicU64,
-    pub(crate) blocks: AtomicU64,
-    pub(crate) wakes: AtomicU64,
-    pub(crate) parks: AtomicU64,
-    pub(crate) stacks_mapped: AtomicU64,
-}
-
-#[inline]
-fn bump(counter: &AtomicU64, by: u64) {
-    // Relaxed: statistics only, and only the executor thread writes.
-    counter.store(counter.load(Ordering::Relaxed) + by, Ordering::Relaxed);
-}
-
-/// The part of an executor other threads may touch.
-pub(crate) struct ExecutorShared {
-    pub(crate) index: usize,
-    inbox: CachePadded<Inbox<Job>>,
-    pub(crate) stop: AtomicU8,
-    /// Coroutines placed here and not yet finished (for least-loaded
-    /// placement and the shutdown report).
-    pub(crate) live: CachePadded<AtomicUsize>,
-    pub(crate) counters: CachePadded<Counters>,
-    /// Set while the executor has nothing to run (it may be parked): it will
-    /// take work offered by a busy executor. Cleared by whoever claims it
-    /// (with a CAS, so one offer wakes it once) or by the executor itself.
-    idle: CachePadded<AtomicBool>,
-    /// The other end of the executor's local spawn deque: idle executors
-    /// steal unstarted jobs here, oldest first.
-    stealer: Stealer<Job>,
-    /// The deque's owning end, until the executor thread takes it.
-    worker: std::sync::Mutex<Option<Worker<Job>>>,
-    /// Set once the executor thread has left its loop (or is about to):
-    /// a job handed to it now would never run. Only a cancelling shutdown
-    /// lets an executor go while coroutines elsewhere may still spawn.
-    pub(crate) exited: AtomicBool,
-}
-
-impl ExecutorShared {
-    pub(crate) fn new(index: usize, unparker: Unparker) -> Self {
-        let spawns = Worker::new_lifo();
-        ExecutorShared {
-            index,
-            inbox: CachePadded::new(Inbox::new(unparker)),
-            stop: AtomicU8::new(RUN),
-            live: CachePadded::new(AtomicUsize::new(0)),
-            counters: CachePadded::new(Counters::default()),
-            idle: CachePadded::new(AtomicBool::new(false)),
-            stealer: spawns.stealer(),
-            worker: std::sync::Mutex::new(Some(spawns)),
-            exited: AtomicBool::new(false),
-        }
-    }
-
-    /// Wakes this executor if it is idle, so that it steals work; `true` if
-    /// it was (and is now claimed).
-    pub(crate) fn claim_idle(&self) -> bool {
-        // Relaxed first look: offers are hints; a missed one costs only
-        // parallelism (the owner runs its jobs anyway).
-        if !self.idle.load(Ordering::Relaxed)
-            || self
-                .idle
-                .compare_exchange(true, false, Ordering::AcqRel, Ordering::Relaxed)
-                .is_err()
-        {
-            return false;
-        }
-        self.inbox.unpark();
-        true
-    }
-
-    /// Hands a new coroutine to this executor from another thread.
-    pub(crate) fn push_spawn(&self, job: Job) {
-        self.inbox.push_spawn(job);
-    }
-
-    /// Asks the executor to stop (`STOP` or `CANCEL`) and wakes it.
-    pub(crate) fn request_stop(&self, mode: u8) {
-        // Release: the runtime's shutdown decisions happen before the
-        // executor sees the flag.
-        self.stop.store(mode, Ordering::Release);
-        self.inbox.unpark();
-    }
-}
-
-/// What every waker of a coroutine holds: enough to put it back on its home
-/// executor's run queue from any thread.
-pub(crate) struct TaskHeader {
-    state: WakeState,
-    slot: usize,
-    home: Arc<ExecutorShared>,
-    /// Set once a cancelling shutdown has dealt with this coroutine (raised
-    /// [`Cancelled`] in it, or started it as [`Start::Cancel`]); it then runs
-    /// its unwinding to the end, suspending as it needs, and is never
-    /// cancelled twice. Only the home executor thread touches it.
-    cancel_raised: AtomicBool,
-}
-
+// The `Wake` impl of `TaskHeader` (task.rs) lives here, with the run queue
+// it schedules onto.
 impl Wake for TaskHeader {
     fn wake(self: Arc<Self>) {
         self.wake_by_ref();
@@ -241,113 +80,6 @@ fn schedule(home: &Arc<ExecutorShared>, slot: usize) {
         }
     }
     home.inbox.push_wake(slot);
-}
-
-/// One coroutine as its executor holds it.
-struct Task {
-    co: Co,
-    header: Arc<TaskHeader>,
-    /// The coroutine's yielder, known after its first run (null before).
-    yielder: *const Yielder<(), Suspend>,
-    /// Lowest address of the stack's guard page (for the overflow message).
-    guard: usize,
-    /// Identifies this task's live timer heap entry (0: none). Cleared when
-    /// the entry fires or the task is resumed before it (the entry then
-    /// stays in the heap, stale, until it fires or is compacted away).
-    timer_seq: u64,
-}
-
-/// Ready coroutines, by slot, in FIFO order.
-#[derive(Default)]
-pub(crate) struct RunQueue(VecDeque<usize>);
-
-/// Every live coroutine of the executor, indexed by slot. Those neither
-/// running nor on the [`RunQueue`] are parked: this is the executor's wait
-/// queue, and a wake finds its coroutine here by slot.
-///
-/// A task stays in its slot while it runs: the executor resumes it through
-/// the slot's pointer, so a resume moves nothing.
-///
-/// # Invariants
-///
-/// * A non-null entry is a pointer from `Box::into_raw`, owned by this
-///   queue: freed by [`take`](WaitQueue::take) (which hands the box back)
-///   or by `Drop`, and by nothing else.
-/// * The task being resumed is reached only through the executor loop's
-///   pointer (`Local::run_task`) until the resume
-///   returns. Code running meanwhile (the coroutine, wakers, spawns) may
-///   borrow this queue, but only to reserve or fill *other* slots; the
-///   accessors that dereference a slot (`get`, `get_mut`, `take`,
-///   `take_any`) are called only by the executor loop between resumes.
-#[derive(Default)]
-struct WaitQueue {
-    slots: Vec<*mut Task>,
-    free: Vec<usize>,
-}
-
-impl WaitQueue {
-    fn reserve(&mut self) -> usize {
-        match self.free.pop() {
-            Some(slot) => slot,
-            None => {
-                self.slots.push(std::ptr::null_mut());
-                self.slots.len() - 1
-            }
-        }
-    }
-
-    fn put(&mut self, slot: usize, task: Box<Task>) {
-        debug_assert!(self.slots[slot].is_null());
-        self.slots[slot] = Box::into_raw(task);
-    }
-
-    /// The task in `slot`, or null. Dereferencing it is subject to the
-    /// type's invariants.
-    #[inline]
-    fn ptr(&self, slot: usize) -> *mut Task {
-        self.slots
-            .get(slot)
-            .copied()
-            .unwrap_or(std::ptr::null_mut())
-    }
-
-    fn take(&mut self, slot: usize) -> Option<Box<Task>> {
-        let ptr = std::mem::replace(self.slots.get_mut(slot)?, std::ptr::null_mut());
-        // SAFETY: a non-null entry came from `Box::into_raw` and is owned by
-        // this queue; nulling the entry above transfers that ownership back
-        // to the box, exactly once.
-        (!ptr.is_null()).then(|| unsafe { Box::from_raw(ptr) })
-    }
-
-    fn release(&mut self, slot: usize) {
-        self.free.push(slot);
-    }
-
-    fn get(&self, slot: usize) -> Option<&Task> {
-        // SAFETY: a non-null entry points at a live task owned by this
-        // queue; it is called only between resumes, when no other reference
-        // to a task exists (type invariants), and `&self` keeps the task from
-        // being taken while the reference lives.
-        unsafe { self.ptr(slot).as_ref() }
-    }
-
-    fn get_mut(&mut self, slot: usize) -> Option<&mut Task> {
-        // SAFETY: as in `get`, with `&mut self` making the reference unique.
-        unsafe { self.ptr(slot).as_mut() }
-    }
-
-    fn take_any(&mut self) -> Option<Box<Task>> {
-        let slot = self.slots.iter().position(|p| !p.is_null())?;
-        self.take(slot)
-    }
-}
-
-impl Drop for WaitQueue {
-    fn drop(&mut self) {
-        for slot in 0..self.slots.len() {
-            drop(self.take(slot));
-        }
-    }
 }
 
 /// The executor's thread-confined state.
@@ -393,6 +125,9 @@ pub(crate) struct Local {
     ticks: Cell<u32>,
     /// Mirror of `shared.idle` as this thread last set it.
     idle: Cell<bool>,
+    /// When the stack pool next gives back the memory of stacks that sat
+    /// unused since the last time (every [`stack::TRIM_PERIOD`]).
+    next_trim: Cell<Instant>,
 }
 
 /// Hand-offs through `run_next` in a row before the run queue gets a turn.
@@ -486,7 +221,7 @@ impl Local {
 
     /// Runs `f` with suspension forbidden: a channel operation or join that
     /// blocks inside parks the OS thread, as on a plain thread.
-    fn without_suspending<R>(&self, f: impl FnOnce() -> R) -> R {
+    pub(crate) fn without_suspending<R>(&self, f: impl FnOnce() -> R) -> R {
         struct Allow<'a>(&'a Cell<u32>);
         impl Drop for Allow<'_> {
             fn drop(&mut self) {
@@ -500,7 +235,7 @@ impl Local {
 
     /// Runs `f` on the executor thread's own stack (the one that resumed the
     /// running coroutine), then returns to the coroutine.
-    fn on_executor_stack(&self, f: impl FnOnce()) {
+    pub(crate) fn on_executor_stack(&self, f: impl FnOnce()) {
         let yielder = self.yielder.get();
         if yielder.is_null() {
             return f();
@@ -526,7 +261,7 @@ impl Local {
     /// executors may steal the oldest. Others (pinned, or placed by another
     /// policy) start in arrival order, here.
     pub(crate) fn start(&self, job: Job) {
-        if !job.stealable {
+        if !job.stealable() {
             return self.placed.borrow_mut().push_back(job);
         }
         self.spawns.push(job);
@@ -566,12 +301,7 @@ impl Local {
             }
         };
         let slot = self.wait_queue.borrow_mut().reserve();
-        let header = Arc::new(TaskHeader {
-            state: WakeState::new(),
-            slot,
-            home: self.shared.clone(),
-            cancel_raised: AtomicBool::new(false),
-        });
+        let header = Arc::new(TaskHeader::new(slot, self.shared.clone()));
         let guard = stack::guard_low(&stack);
         let co = Coroutine::with_stack(stack, move |yielder: &Yielder<(), Suspend>, ()| {
             let mut start = Start::Run;
@@ -608,7 +338,7 @@ impl Local {
     }
 
     /// The header of the coroutine being resumed, if any.
-    fn running_header(&self) -> Option<&Arc<TaskHeader>> {
+    pub(crate) fn running_header(&self) -> Option<&Arc<TaskHeader>> {
         // SAFETY: a non-null `running` points at the header of the task being
         // resumed, alive in its wait-queue slot for the whole resume.
         unsafe { self.running.get().as_ref() }
@@ -641,6 +371,18 @@ impl Local {
         }
         // Hand the (empty, still allocated) buffer back for the next swap.
         self.spare.borrow_mut().spawns = jobs;
+    }
+
+    /// Every [`stack::TRIM_PERIOD`], gives back the memory of the free
+    /// stacks that nobody used during the whole period (see `stack/slab.rs`).
+    fn trim_stacks_if_due(&self) {
+        let now = Instant::now();
+        if now < self.next_trim.get() {
+            return;
+        }
+        self.next_trim.set(now + stack::TRIM_PERIOD);
+        let released = self.pool.borrow_mut().trim();
+        bump(&self.shared.counters.stacks_released, released as u64);
     }
 
     fn fire_timers(&self) {
@@ -770,6 +512,7 @@ impl Local {
             if next.is_none() {
                 since_timers = 0;
                 self.fire_timers();
+                self.trim_stacks_if_due();
                 next = self.next_runnable().or_else(|| self.steal());
             }
             if let Some(runnable) = next {
@@ -819,11 +562,28 @@ impl Local {
             if self.idle_grace() {
                 continue;
             }
-            let earliest = self.timers.borrow().peek().map(|Reverse((d, _, _))| *d);
+            let mut earliest = self.timers.borrow().peek().map(|Reverse((d, _, _))| *d);
+            if self.pool.borrow().holds_spare_memory() {
+                // Wake up for the next trim: an idle executor gives its
+                // unused stacks' memory back too.
+                let trim = self.next_trim.get();
+                earliest = Some(earliest.map_or(trim, |t| t.min(trim)));
+            }
             if self.shared.inbox.park(parker, earliest) {
                 bump(&self.shared.counters.parks, 1);
             }
         }
+    }
+
+    /// Whether this executor has nothing to run but the running coroutine:
+    /// no hand-off, no job, no runnable coroutine, nothing in the inbox. A
+    /// hint (another executor may push to the inbox right after).
+    pub(crate) fn nothing_else_to_run(&self) -> bool {
+        self.run_next.get().is_none()
+            && self.run_queue.borrow().0.is_empty()
+            && self.spawns.is_empty()
+            && self.placed.borrow().is_empty()
+            && !self.shared.inbox.is_pending()
     }
 
     /// The next coroutine to resume or job to start, in this order: the
@@ -913,7 +673,7 @@ impl Local {
         self.finished_while_cancelling.set(false);
         let waits = self.wait_queue.borrow();
         let mut run_queue = self.run_queue.borrow_mut();
-        for slot in 0..waits.slots.len() {
+        for slot in 0..waits.slot_count() {
             let Some(task) = waits.get(slot) else {
                 continue;
             };
@@ -960,157 +720,17 @@ impl Local {
     }
 }
 
-/// The park hook installed on executor threads: inside a coroutine, parking
-/// suspends the coroutine; elsewhere it falls back to parking the thread.
-///
-/// It reaches its executor's [`Local`] through its own pointer rather than
-/// the `CURRENT` thread-local: the hook is installed on one executor thread
-/// for exactly as long as that executor runs.
-struct CoroutinePark {
-    fallback: Rc<dyn Park>,
-    /// This thread's executor; set by `run_executor` while the `Local` in its
-    /// frame is alive, null before that `Local` is dropped.
-    local: Cell<*const Local>,
-}
-
-impl CoroutinePark {
-    /// The executor and the header of the coroutine running on this thread,
-    /// if a coroutine of this executor is running.
-    #[inline]
-    fn running(&self) -> Option<(&Local, &Arc<TaskHeader>)> {
-        // SAFETY: a non-null `local` points at the Local in `run_executor`'s
-        // frame, which nulls it before that Local is dropped. The hook is an
-        // `Rc` (this thread only), and everything that calls it (coroutines
-        // and blocking calls on this thread) has returned, finished or been
-        // unwound by then, so the reference does not outlive the Local.
-        let local = unsafe { self.local.get().as_ref() }?;
-        if !local.can_suspend() {
-            return None;
-        }
-        Some((local, local.running_header()?))
-    }
-
-    /// A waker that owns `header`. Every coroutine waker is made here, out
-    /// of line, so that they all share one vtable address and
-    /// [`Waker::will_wake`] can recognise them.
-    #[inline(never)]
-    fn header_waker(header: Arc<TaskHeader>) -> Waker {
-        Waker::from(header)
-    }
-}
-
-impl Park for CoroutinePark {
-    fn waker(&self) -> Waker {
-        match self.running() {
-            Some((_, header)) => Self::header_waker(Arc::clone(header)),
-            None => self.fallback.waker(),
-        }
-    }
-
-    fn will_wake(&self, waker: &Waker) -> bool {
-        match self.running() {
-            Some((_, header)) => {
-                // A waker for the running coroutine that owns no count: the
-                // `Arc` inside is never dropped, so the count never moves.
-                // SAFETY: the pointer is that of a live `Arc<TaskHeader>`
-                // (`header`, which outlives this borrow), and `ManuallyDrop`
-                // keeps the borrowed `Arc` from being released.
-                let this = std::mem::ManuallyDrop::new(Self::header_waker(unsafe {
-                    Arc::from_raw(Arc::as_ptr(header))
-                }));
-                waker.will_wake(&this)
-            }
-            None => self.fallback.will_wake(waker),
-        }
-    }
-
-    fn park(&self, deadline: Option<Instant>) {
-        let Some((local, header)) = self.running() else {
-            return self.fallback.park(deadline);
-        };
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            return;
-        }
-        if header.state.prepare_park() {
-            local.suspend(Suspend::Park(deadline));
-        }
-    }
-
-    fn spin_before_park(&self) -> bool {
-        // Inside a coroutine, parking is a cheap switch that lets a neighbour
-        // run: do not spin. Outside, defer to the thread parker.
-        self.running().is_none() && self.fallback.spin_before_park()
-    }
-}
-
-/// Stack a panic hook may need (the default one symbolising a backtrace
-/// uses ~20-30 KiB); with less left, the hook runs on the executor's stack.
-const PANIC_HOOK_STACK: usize = 40 * 1024;
-
-/// Wraps the process's panic hook (once), for panics inside coroutines:
-///
-/// * the hook runs with suspension forbidden. A hook that blocks (a channel
-///   `send`, a `join`) parks the executor thread, as it would a plain thread,
-///   instead of suspending the coroutine: the hook may be on the executor's
-///   stack (below), and std's per-thread "in the panic hook" state would
-///   otherwise be seen by every coroutine the executor ran meanwhile
-///   (a panic in any of them would abort the process).
-/// * a panic deep in a small coroutine stack does not overflow it while
-///   printing its message and backtrace: the hook then runs on the executor
-///   thread's stack (the message is intact; a backtrace shows the executor's
-///   frames).
-pub(crate) fn install_panic_hook() {
-    static INSTALL: std::sync::Once = std::sync::Once::new();
-    INSTALL.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            let Some(local) = Local::current().filter(|l| l.in_coroutine()) else {
-                return previous(info);
-            };
-            local.without_suspending(|| {
-                let here = std::ptr::addr_of!(info) as usize;
-                let tight = stack::room_below(here).is_some_and(|room| room < PANIC_HOOK_STACK);
-                if tight {
-                    local.on_executor_stack(|| previous(info));
-                } else {
-                    previous(info);
-                }
-            });
-        }));
-    });
-}
-
-/// Drops a panic payload whose own `Drop` may panic, catching (and dropping)
-/// whatever that throws in turn. A payload that keeps throwing payloads is
-/// leaked after a few rounds rather than looping for ever.
-pub(crate) fn drop_payload(payload: Box<dyn Any + Send>) {
-    let mut payload = Some(payload);
-    for _ in 0..8 {
-        let p = payload.take();
-        match catch_unwind(AssertUnwindSafe(move || drop(p))) {
-            Ok(()) => return,
-            Err(next) => payload = Some(next),
-        }
-    }
-    std::mem::forget(payload);
-}
-
-/// A panic escaped a coroutine's job (a `Drop` the job could not guard):
-/// report it once on stderr and drop its payload safely. The executor goes
-/// on.
-fn report_escaped_panic(payload: Box<dyn Any + Send>) {
-    if !payload.is::<Cancelled>() {
-        eprintln!("swco: a panic escaped a coroutine; the executor carries on");
-    }
-    drop_payload(payload);
-}
-
 /// Body of executor thread `shared.index`.
-pub(crate) fn run_executor(
+///
+/// `install_park` installs this thread's park hook for the `Local` (see
+/// `park.rs`) once `CURRENT` points at it; dropping what it returns
+/// uninstalls the hook, before `CURRENT` is reset and the `Local` dropped.
+pub(crate) fn run_executor<H>(
     shared: Arc<ExecutorShared>,
     runtime: Arc<RuntimeShared>,
     parker: Parker,
     stacks: stack::StackConfig,
+    install_park: impl FnOnce(&Local) -> H,
 ) {
     let _alt_stack = stack::prepare_thread(shared.index, stacks.size());
     let local = Local {
@@ -1140,16 +760,12 @@ pub(crate) fn run_executor(
         placed: RefCell::default(),
         ticks: Cell::new(0),
         idle: Cell::new(false),
+        next_trim: Cell::new(Instant::now() + stack::TRIM_PERIOD),
     };
     CURRENT.with(|c| c.set(&local));
-    let park = Rc::new(CoroutinePark {
-        fallback: hook::current(),
-        local: Cell::new(&local),
-    });
-    let previous = hook::set_current(Some(park.clone()));
+    let park = install_park(&local);
     local.run(&parker);
     local.leak_leftovers();
-    hook::set_current(previous);
-    park.local.set(std::ptr::null());
+    drop(park);
     CURRENT.with(|c| c.set(std::ptr::null()));
 }

@@ -33,20 +33,43 @@ mod wake;
 #[cfg(not(loom))]
 mod executor;
 #[cfg(not(loom))]
+mod job;
+#[cfg(not(loom))]
+mod panic;
+#[cfg(not(loom))]
+mod panic_hook;
+#[cfg(not(loom))]
+mod park;
+#[cfg(not(loom))]
+mod placement;
+#[cfg(not(loom))]
+mod queues;
+#[cfg(not(loom))]
 mod runtime;
 #[cfg(not(loom))]
+mod shared;
+#[cfg(not(loom))]
+mod spawning;
+#[cfg(not(loom))]
 mod stack;
+#[cfg(not(loom))]
+mod stats;
+#[cfg(not(loom))]
+mod task;
 
 pub use error::{BuildError, ShutdownTimeout, SpawnError};
 pub use join::{JoinError, JoinHandle};
 
 #[cfg(not(loom))]
+pub use placement::Placement;
+#[cfg(not(loom))]
 pub use runtime::{
-    current_cpe, spawn, yield_now, ExecutorStats, Placement, Runtime, RuntimeBuilder, Stats,
-    DEFAULT_EXECUTORS, MAX_EXECUTORS,
+    current_cpe, spawn, yield_now, Runtime, RuntimeBuilder, DEFAULT_EXECUTORS, MAX_EXECUTORS,
 };
 #[cfg(not(loom))]
 pub use stack::{GuardPages, DEFAULT_STACK_SIZE, MIN_STACK_SIZE};
+#[cfg(not(loom))]
+pub use stats::{ExecutorStats, Stats};
 
 /// The executor's synchronisation cores, exposed for loom models only: the
 /// per-coroutine wake state machine, the inbox hand-off and the join-handle

@@ -7,13 +7,10 @@
 //!   spawn increments it *before* checking `closed`, and shutdown sets
 //!   `closed` before waiting for `live == 0` (both `SeqCst`), so a spawn that
 //!   races with shutdown is either refused or waited for, never lost.
-//! * Coroutines spawned from inside a coroutine are accepted even while
-//!   closing: their parent is live, so shutdown is still waiting.
 //! * Executors are told to stop only once `live == 0` (or, for
 //!   `shutdown_timeout`, told to cancel what is left), and every executor
 //!   thread is joined before shutdown returns.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
@@ -22,11 +19,15 @@ use std::time::{Duration, Instant};
 use swco_channel::sync::Parker;
 
 use crate::error::{BuildError, ShutdownTimeout, SpawnError};
-use crate::executor::{
-    self, drop_payload, Cancelled, ExecutorShared, Job, Local, Start, CANCEL, STOP,
-};
+use crate::executor::{self, Local};
 use crate::join::{JoinError, JoinHandle, JoinSlot};
+use crate::panic_hook::install_panic_hook;
+use crate::park;
+use crate::placement::Placement;
+use crate::shared::{ExecutorShared, RuntimeShared, CANCEL, STOP};
 use crate::stack::{self, page_size, DEFAULT_STACK_SIZE, MIN_STACK_SIZE};
+use crate::stats::{ExecutorStats, Stats};
+use crate::task::Suspend;
 
 /// The default number of executors: one per CPE of an SW26010 core group.
 pub const DEFAULT_EXECUTORS: usize = 64;
@@ -42,28 +43,6 @@ pub const MAX_EXECUTORS: usize = 4096;
 /// takes microseconds; a coroutine that stays blocked longer is blocked in a
 /// `Drop` (or never yields), and its executor is then left running, detached.
 const CANCEL_PATIENCE: Duration = Duration::from_millis(200);
-
-/// How [`Runtime::spawn`] (and [`spawn`](crate::spawn) inside a coroutine)
-/// picks an executor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum Placement {
-    /// Local with stealing (the default), as Go and tokio schedule. A
-    /// coroutine spawned from inside a coroutine goes on its spawner's
-    /// executor, and the newest such spawn starts first, so a tree of
-    /// coroutines unfolds depth-first and holds few stacks at once; an idle
-    /// executor steals the oldest spawns that have not started (a started
-    /// coroutine never moves). A plain thread's spawns all go to one
-    /// executor, chosen round-robin at its first spawn, and may be stolen
-    /// likewise.
-    #[default]
-    Local,
-    /// Executors in turn: 0, 1, 2, ...; no stealing.
-    RoundRobin,
-    /// The executor with the fewest live coroutines (ties: lowest index);
-    /// no stealing.
-    LeastLoaded,
-}
 
 /// Configures and builds a [`Runtime`].
 ///
@@ -178,7 +157,7 @@ impl RuntimeBuilder {
                 minimum: MIN_STACK_SIZE,
             });
         }
-        executor::install_panic_hook();
+        install_panic_hook();
         let page = page_size();
         let too_large = |error| BuildError::StackTooLarge {
             requested: self.stack_size,
@@ -224,7 +203,7 @@ impl RuntimeBuilder {
             let rt = shared.clone();
             let started = thread::Builder::new()
                 .name(format!("swco-cpe-{i}"))
-                .spawn(move || executor::run_executor(exec, rt, parker, stacks));
+                .spawn(move || executor::run_executor(exec, rt, parker, stacks, park::install));
             match started {
                 Ok(t) => runtime.threads.lock().unwrap().push(t),
                 // Dropping `runtime` stops and joins the threads started so far.
@@ -232,189 +211,6 @@ impl RuntimeBuilder {
             }
         }
         Ok(runtime)
-    }
-}
-
-/// Runtime-wide state shared by the handle and every executor thread.
-pub(crate) struct RuntimeShared {
-    executors: Vec<Arc<ExecutorShared>>,
-    placement: Placement,
-    /// Round-robin cursor.
-    next: AtomicUsize,
-    live: AtomicUsize,
-    closed: AtomicBool,
-    idle: Mutex<()>,
-    idle_changed: Condvar,
-}
-
-impl RuntimeShared {
-    /// The executor for a spawn placed by policy, and whether the job may be
-    /// stolen (a local spawn under [`Placement::Local`]).
-    fn place(&self) -> (usize, bool) {
-        let n = self.executors.len();
-        match self.placement {
-            Placement::Local => match Local::current() {
-                Some(l) if std::ptr::eq(l.runtime.as_ref(), self) && l.in_coroutine() => {
-                    (l.shared.index, true)
-                }
-                _ => (self.home_of_this_thread(), true),
-            },
-            // Relaxed: only distinctness of turns matters, not ordering.
-            Placement::RoundRobin => (self.next.fetch_add(1, Ordering::Relaxed) % n, false),
-            Placement::LeastLoaded => {
-                let mut best = 0;
-                let mut best_load = usize::MAX;
-                for (i, e) in self.executors.iter().enumerate() {
-                    // Relaxed: a load estimate; staleness only skews balance.
-                    let load = e.live.load(Ordering::Relaxed);
-                    if load < best_load {
-                        best = i;
-                        best_load = load;
-                        if load == 0 {
-                            break;
-                        }
-                    }
-                }
-                (best, false)
-            }
-        }
-    }
-
-    /// The executor a plain thread spawns onto under [`Placement::Local`]:
-    /// chosen round-robin at the thread's first spawn on this runtime, then
-    /// kept, so that the coroutines a thread spawns share an executor (their
-    /// hand-offs are local, as Go's goroutines spawned from one P are)
-    /// until idle executors steal some.
-    fn home_of_this_thread(&self) -> usize {
-        thread_local! {
-            /// (runtime, executor) of the last runtime this thread spawned on.
-            static HOME: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
-        }
-        let me = self as *const RuntimeShared as usize;
-        HOME.with(|home| {
-            let (runtime, cpe) = home.get();
-            // (A runtime freed and another built at its address may have
-            // fewer executors.)
-            if runtime == me && cpe < self.executors.len() {
-                return cpe;
-            }
-            // Relaxed: only distinctness of turns matters, not ordering.
-            let cpe = self.next.fetch_add(1, Ordering::Relaxed) % self.executors.len();
-            home.set((me, cpe));
-            cpe
-        })
-    }
-
-    /// The executors, by index.
-    pub(crate) fn executor_shared(&self) -> &[Arc<ExecutorShared>] {
-        &self.executors
-    }
-
-    /// A busy executor has jobs to spare: wake one idle executor, which will
-    /// steal some. A hint only: the owner runs its jobs anyway, so a missed
-    /// offer costs parallelism, never work.
-    pub(crate) fn offer_work(&self, from: usize) {
-        let n = self.executors.len();
-        for k in 1..n {
-            if self.executors[(from + k) % n].claim_idle() {
-                return;
-            }
-        }
-    }
-
-    /// Spawns `f` on executor `cpe`. `from_coroutine` spawns are accepted
-    /// while closing (see the module invariants).
-    fn submit<F, T>(
-        &self,
-        cpe: usize,
-        f: F,
-        from_coroutine: bool,
-        stealable: bool,
-    ) -> Result<JoinHandle<T>, SpawnError>
-    where
-        F: FnOnce() -> T + Send + 'static,
-        T: Send + 'static,
-    {
-        let Some(mut exec) = self.executors.get(cpe) else {
-            return Err(SpawnError::OutOfRange {
-                cpe,
-                executors: self.executors.len(),
-            });
-        };
-        let mut cpe = cpe;
-        // SeqCst (both): the Dekker pair with shutdown's closed/live.
-        self.live.fetch_add(1, Ordering::SeqCst);
-        if !from_coroutine && self.closed.load(Ordering::SeqCst) {
-            self.finished_one();
-            return Err(SpawnError::ShutDown);
-        }
-        // SeqCst: the Dekker pair with an exiting executor's `exited` store
-        // and `live` load (see `ExecutorShared::exited`).
-        exec.live.fetch_add(1, Ordering::SeqCst);
-        if exec.exited.load(Ordering::SeqCst) {
-            // A cancelling shutdown let that executor go. Only a coroutine
-            // can still spawn then (`closed` refuses the others); its own
-            // executor is alive, since it runs the spawner, and starts the
-            // job as cancelled.
-            // Relaxed: a load estimate, as below.
-            exec.live.fetch_sub(1, Ordering::Relaxed);
-            let own = Local::current()
-                .filter(|l| std::ptr::eq(l.runtime.as_ref(), self) && l.in_coroutine());
-            let Some(own) = own else {
-                self.finished_one();
-                return Err(SpawnError::ShutDown);
-            };
-            exec = &self.executors[own.shared.index];
-            cpe = own.shared.index;
-            // Relaxed: a load estimate for placement and reports.
-            exec.live.fetch_add(1, Ordering::Relaxed);
-        }
-        let (completer, handle) = JoinSlot::pair();
-        let body = Box::new(move |start: Start| {
-            let result = match start {
-                Start::Run => catch_unwind(AssertUnwindSafe(f)).map_err(join_error),
-                Start::Cancel => {
-                    drop_closure(f);
-                    Err(JoinError::cancelled())
-                }
-                Start::Refuse(why) => {
-                    drop_closure(f);
-                    Err(JoinError::refused(why))
-                }
-            };
-            // With the handle gone (detached), completing drops the result
-            // here: its `Drop` must not take the executor down.
-            if let Err(payload) = catch_unwind(AssertUnwindSafe(move || completer.complete(result)))
-            {
-                eprintln!(
-                    "swco: dropping a detached coroutine's result panicked; the executor carries on"
-                );
-                drop_payload(payload);
-            }
-        });
-        let job = Job::new(body, stealable);
-        match Local::current() {
-            // Same executor, from inside it: no inbox, no lock.
-            Some(local)
-                if local.shared.index == cpe && std::ptr::eq(local.runtime.as_ref(), self) =>
-            {
-                local.start(job)
-            }
-            _ => exec.push_spawn(job),
-        }
-        Ok(handle.with_cpe(cpe))
-    }
-
-    pub(crate) fn finished_one(&self) {
-        // SeqCst: pairs with shutdown's closed store / live load.
-        if self.live.fetch_sub(1, Ordering::SeqCst) == 1 {
-            let _guard = self.idle.lock().unwrap();
-            self.idle_changed.notify_all();
-        }
-    }
-
-    fn executors(&self) -> usize {
-        self.executors.len()
     }
 }
 
@@ -539,6 +335,7 @@ impl Runtime {
                         wakes: c.wakes.load(Ordering::Relaxed),
                         parks: c.parks.load(Ordering::Relaxed),
                         stacks_mapped: c.stacks_mapped.load(Ordering::Relaxed),
+                        stacks_released: c.stacks_released.load(Ordering::Relaxed),
                     }
                 })
                 .collect(),
@@ -728,26 +525,6 @@ impl Drop for Runtime {
     }
 }
 
-/// Maps a coroutine's panic payload to its join error, then drops the
-/// payload (whose own `Drop` may panic).
-fn join_error(payload: Box<dyn std::any::Any + Send>) -> JoinError {
-    let error = if payload.is::<Cancelled>() {
-        JoinError::cancelled()
-    } else {
-        JoinError::panic(&*payload)
-    };
-    drop_payload(payload);
-    error
-}
-
-/// Drops a coroutine's closure without running it; a panic from its
-/// captures' `Drop` is caught (the panic hook has reported it).
-fn drop_closure<F>(f: F) {
-    if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(f))) {
-        drop_payload(payload);
-    }
-}
-
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Runtime")
@@ -792,7 +569,7 @@ where
 /// Outside a coroutine (or inside a panic hook), yields the OS thread.
 pub fn yield_now() {
     match Local::current().filter(|l| l.can_suspend()) {
-        Some(local) => local.suspend(executor::Suspend::Yield),
+        Some(local) => local.suspend(Suspend::Yield),
         None => thread::yield_now(),
     }
 }
@@ -803,52 +580,4 @@ pub fn current_cpe() -> Option<usize> {
     Local::current()
         .filter(|l| l.in_coroutine())
         .map(|l| l.shared.index)
-}
-
-/// Counters of one executor since the runtime started.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ExecutorStats {
-    /// Coroutines created on this executor.
-    pub spawned: u64,
-    /// Coroutines that finished here (returned, panicked or were cancelled).
-    pub finished: u64,
-    /// Coroutine resumptions.
-    pub context_switches: u64,
-    /// Times a coroutine suspended itself on the wait queue (blocked).
-    pub blocks: u64,
-    /// Wakes that put a parked coroutine back on the run queue (including
-    /// expired deadlines). Once every coroutine has finished,
-    /// `wakes == blocks`: each suspension ends with exactly one wake.
-    pub wakes: u64,
-    /// Times the executor thread itself parked, having nothing to run.
-    pub parks: u64,
-    /// Coroutine stacks carved fresh from the executor's stack slabs (the
-    /// others reused a finished coroutine's stack), which is the most
-    /// coroutine stacks the executor has had in use at once.
-    pub stacks_mapped: u64,
-}
-
-/// Per-executor counters of a runtime, indexed by executor.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Stats {
-    /// One entry per executor.
-    pub executors: Vec<ExecutorStats>,
-}
-
-impl Stats {
-    /// The counters summed over all executors.
-    pub fn total(&self) -> ExecutorStats {
-        self.executors
-            .iter()
-            .fold(ExecutorStats::default(), |a, e| ExecutorStats {
-                spawned: a.spawned + e.spawned,
-                finished: a.finished + e.finished,
-                context_switches: a.context_switches + e.context_switches,
-                blocks: a.blocks + e.blocks,
-                wakes: a.wakes + e.wakes,
-                parks: a.parks + e.parks,
-                stacks_mapped: a.stacks_mapped + e.stacks_mapped,
-            })
-    }
 }

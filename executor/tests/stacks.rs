@@ -102,6 +102,16 @@ fn hold(rt: &Runtime, cpe: usize, n: usize) -> (mpmc::Sender<()>, Vec<JoinHandle
     (tx, hs)
 }
 
+/// Waits (at most two minutes) until executor `cpe` has given back the
+/// memory of some free stacks.
+fn wait_until_released(rt: &Runtime, cpe: usize) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while rt.stats().executors[cpe].stacks_released == 0 {
+        assert!(Instant::now() < deadline, "no stack memory was given back");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Waits (at most two minutes) until `counter` reaches `n`.
 fn wait_for(counter: &AtomicUsize, n: usize) {
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -164,11 +174,13 @@ fn overflow_is_reported_on_a_released_stack() {
             .build()
             .unwrap();
         // N live coroutines on executor 1, then all finished: more free
-        // stacks than an executor keeps resident, so the coldest are
-        // released.
+        // stacks than an executor keeps resident, so once they sat unused
+        // for a trim period the coldest are released (the idle executor
+        // wakes up for it).
         let (tx, hs) = hold(&rt, 1, N);
         drop(tx);
         assert_eq!(join_sum(hs), N);
+        wait_until_released(&rt, 1);
         // Hold all but the coldest free stack, then overflow on that one.
         let (tx, hs) = hold(&rt, 1, N - 1);
         let h = rt.spawn_on(1, || recurse(0)).unwrap();

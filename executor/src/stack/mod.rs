@@ -29,9 +29,10 @@
 //! Finished coroutines give their stack back to their executor's free list
 //! (LIFO, so the next spawn reuses the hottest stack); nothing is unmapped
 //! while the runtime runs. Memory goes back to the OS under the policy
-//! described in `slab.rs`: once more than 256 free stacks of an executor
-//! hold memory, the pages of all but the hottest 128 are `MADV_DONTNEED`ed
-//! (guard pages stay), and whole slabs are unmapped when the executor's pool
+//! described in `slab.rs`: every 250 ms, the free stacks of an executor
+//! that nobody used during the whole period have their pages
+//! `MADV_DONTNEED`ed, all but the hottest 128 (guard pages stay), so a
+//! burst's memory goes back within half a second; and whole slabs are unmapped when the executor's pool
 //! is dropped (at shutdown) and no stack of theirs is in use.
 //!
 //! # Overflow
@@ -46,7 +47,7 @@ mod overflow;
 mod slab;
 
 pub(crate) use overflow::{prepare_thread, room_below, set_running_guard};
-pub(crate) use slab::{guard_low, SlabStack, StackPool};
+pub(crate) use slab::{guard_low, SlabStack, StackPool, TRIM_PERIOD};
 
 /// The smallest coroutine stack accepted by
 /// [`RuntimeBuilder::stack_size`](crate::RuntimeBuilder::stack_size), in

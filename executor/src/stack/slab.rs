@@ -22,15 +22,19 @@
 //!   are resident and likely cached. Nothing is unmapped while the executor
 //!   runs.
 //! * The free list remembers which of its stacks (the coldest, at its
-//!   bottom) have had their memory given back. When more than [`TRIM_AT`]
-//!   free stacks still hold memory, the coldest of them are `MADV_DONTNEED`ed
-//!   in one batch, leaving the [`KEEP_HOT`] hottest. So an executor keeps at
-//!   most `TRIM_AT` free stacks' touched pages resident (the bound its pool
-//!   of whole-stack mappings had before slabs). A workload whose live
-//!   coroutines swing by less than that never pays the `madvise`; one whose
-//!   coroutines swing by more pays it, and the zeroed page faults when the
-//!   released stacks are reused: a few microseconds per stack, against the
-//!   tens that an `mmap` + `mprotect` + `munmap` per stack cost.
+//!   bottom) have had their memory given back, and the fewest free stacks
+//!   holding memory it has had since the last give-back (a low-water mark:
+//!   that many at its bottom have not been used since). Every
+//!   [`TRIM_PERIOD`] (the executor calls [`StackPool::trim`], and an idle
+//!   executor holding such stacks wakes up for it), the stacks that stayed
+//!   unused for the whole period are `MADV_DONTNEED`ed in one batch,
+//!   leaving the [`KEEP_HOT`] hottest. So a workload that keeps cycling
+//!   through many coroutines reuses resident stacks as Go reuses goroutine
+//!   stacks between collections, never paying a `madvise` and zeroed page
+//!   faults per coroutine; and a burst's memory goes back to the OS within
+//!   two periods of the burst's end, busy or idle. A released stack costs a
+//!   few microseconds of page faults when reused, against the tens that an
+//!   `mmap` + `mprotect` + `munmap` per stack cost.
 //! * Stacks adjacent in memory are released with one call (the guard pages
 //!   between them are included: `MADV_DONTNEED` keeps both `mprotect` guards
 //!   and `MADV_GUARD_INSTALL` guard regions in place). A released stack is
@@ -61,10 +65,9 @@ const FIRST_SLAB_STACKS: usize = 16;
 /// The largest slab, in bytes (unless a single stack is larger).
 const MAX_SLAB_BYTES: usize = 32 << 20;
 
-/// Free stacks still holding memory that trigger a give-back: the most an
-/// executor keeps resident, as many as the per-executor pool of whole-stack
-/// mappings kept before slabs.
-const TRIM_AT: usize = 256;
+/// How often an executor gives back the memory of free stacks that stayed
+/// unused for a whole period.
+pub(crate) const TRIM_PERIOD: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Free stacks left holding memory by a give-back (the hottest ones).
 const KEEP_HOT: usize = 128;
@@ -221,6 +224,9 @@ pub(crate) fn guard_low(stack: &SlabStack) -> usize {
 ///
 /// * Every stack in `free` belongs to no coroutine; `free[..released]` have
 ///   had their memory given back since they were last used.
+/// * `free[released..released + unused]` have not been taken since the last
+///   [`trim`](StackPool::trim) (the free list is LIFO: its bottom is the
+///   part nobody reached).
 /// * `current`, if any, is the slab being carved: `next..current.len` is not
 ///   yet part of any stack.
 pub(crate) struct StackPool {
@@ -230,6 +236,8 @@ pub(crate) struct StackPool {
     stride: usize,
     free: Vec<SlabStack>,
     released: usize,
+    /// Low-water mark of the free stacks holding memory since the last trim.
+    unused: usize,
     current: Option<Rc<Mapping>>,
     next: usize,
     /// Stacks carved so far (live and free).
@@ -247,6 +255,7 @@ impl StackPool {
             stride: config.size() + page,
             free: Vec::new(),
             released: 0,
+            unused: 0,
             current: None,
             next: 0,
             carved: 0,
@@ -270,6 +279,7 @@ impl StackPool {
         match self.free.pop() {
             Some(s) => {
                 self.released = self.released.min(self.free.len());
+                self.unused = self.unused.min(self.free.len() - self.released);
                 Ok((s, false))
             }
             None => self.carve().map(|s| (s, true)),
@@ -279,9 +289,26 @@ impl StackPool {
     /// Returns the stack of a finished coroutine.
     pub(crate) fn give_back(&mut self, stack: SlabStack) {
         self.free.push(stack);
-        if self.free.len() - self.released > TRIM_AT {
-            self.release_cold();
+    }
+
+    /// Gives back the memory of the free stacks that nobody took since the
+    /// last trim, leaving the [`KEEP_HOT`] hottest holding memory; returns
+    /// how many were released. Meant to be called every [`TRIM_PERIOD`].
+    pub(crate) fn trim(&mut self) -> usize {
+        let resident = self.free.len() - self.released;
+        let cold = self.unused.min(resident.saturating_sub(KEEP_HOT));
+        if cold > 0 {
+            self.release(self.released..self.released + cold);
+            self.released += cold;
         }
+        self.unused = self.free.len() - self.released;
+        cold
+    }
+
+    /// Whether some free stacks hold memory a later [`trim`](Self::trim)
+    /// could give back: an idle executor should not sleep past the next one.
+    pub(crate) fn holds_spare_memory(&self) -> bool {
+        self.free.len() - self.released > KEEP_HOT
     }
 
     /// Carves a new stack, mapping a new slab if the current one is full.
@@ -329,11 +356,9 @@ impl StackPool {
         Ok(slab)
     }
 
-    /// Gives back the memory of the coldest free stacks still holding some,
-    /// leaving the [`KEEP_HOT`] hottest.
-    fn release_cold(&mut self) {
-        let cold_end = self.free.len() - KEEP_HOT;
-        let mut ranges: Vec<(usize, usize)> = self.free[self.released..cold_end]
+    /// Gives back the memory of the free stacks `free[cold]`.
+    fn release(&mut self, cold: std::ops::Range<usize>) {
+        let mut ranges: Vec<(usize, usize)> = self.free[cold]
             .iter()
             .map(|s| s.usable(self.page))
             .collect();
@@ -357,7 +382,6 @@ impl StackPool {
             // contents (free stacks hold none we need) and keeps guards.
             unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
         }
-        self.released = cold_end;
     }
 }
 
@@ -448,7 +472,7 @@ mod tests {
         for guard in paths() {
             let mut pool = pool(guard, usize::MAX);
             let page = pool.page;
-            let n = TRIM_AT + 1;
+            let n = 2 * KEEP_HOT + 1;
             let stacks: Vec<SlabStack> = (0..n).map(|_| pool.take().unwrap().0).collect();
             for s in &stacks {
                 dirty(s, page);
@@ -459,7 +483,18 @@ mod tests {
             for s in stacks {
                 pool.give_back(s);
             }
+            // Nothing was free for the whole period yet.
+            assert_eq!(pool.trim(), 0, "{guard:?}");
+            assert_eq!(pool.released, 0, "{guard:?}");
+            assert!(pool.holds_spare_memory());
+            // One stack taken and given back during the next period: the
+            // hottest stays resident, the rest (but KEEP_HOT) goes.
+            let hot = pool.take().unwrap().0;
+            pool.give_back(hot);
+            assert_eq!(pool.trim(), n - KEEP_HOT, "{guard:?}");
             assert_eq!(pool.released, n - KEEP_HOT, "{guard:?}");
+            assert!(!pool.holds_spare_memory());
+            assert_eq!(pool.trim(), 0, "nothing more to give back");
             let by_base = |(start, _): (usize, usize)| {
                 pool.free
                     .iter()

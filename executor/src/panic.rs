@@ -1,0 +1,61 @@
+//! What becomes of a coroutine's panic payloads: mapped to its join error
+//! ([`join_error`]), reported when one escapes its job
+//! ([`report_escaped_panic`]), and always dropped with [`drop_payload`],
+//! since a payload's own `Drop` may panic in turn.
+//!
+//! # Invariants
+//!
+//! * No panic payload, nor the `Drop` of a closure that never ran, unwinds
+//!   into the executor loop: each is caught here and dropped safely (or,
+//!   if it keeps throwing, leaked).
+
+use std::any::Any;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::job::Cancelled;
+use crate::join::JoinError;
+
+/// Drops a panic payload whose own `Drop` may panic, catching (and dropping)
+/// whatever that throws in turn. A payload that keeps throwing payloads is
+/// leaked after a few rounds rather than looping for ever.
+pub(crate) fn drop_payload(payload: Box<dyn Any + Send>) {
+    let mut payload = Some(payload);
+    for _ in 0..8 {
+        let p = payload.take();
+        match catch_unwind(AssertUnwindSafe(move || drop(p))) {
+            Ok(()) => return,
+            Err(next) => payload = Some(next),
+        }
+    }
+    std::mem::forget(payload);
+}
+
+/// A panic escaped a coroutine's job (a `Drop` the job could not guard):
+/// report it once on stderr and drop its payload safely. The executor goes
+/// on.
+pub(crate) fn report_escaped_panic(payload: Box<dyn Any + Send>) {
+    if !payload.is::<Cancelled>() {
+        eprintln!("swco: a panic escaped a coroutine; the executor carries on");
+    }
+    drop_payload(payload);
+}
+
+/// Maps a coroutine's panic payload to its join error, then drops the
+/// payload (whose own `Drop` may panic).
+pub(crate) fn join_error(payload: Box<dyn std::any::Any + Send>) -> JoinError {
+    let error = if payload.is::<Cancelled>() {
+        JoinError::cancelled()
+    } else {
+        JoinError::panic(&*payload)
+    };
+    drop_payload(payload);
+    error
+}
+
+/// Drops a coroutine's closure without running it; a panic from its
+/// captures' `Drop` is caught (the panic hook has reported it).
+pub(crate) fn drop_closure<F>(f: F) {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(f))) {
+        drop_payload(payload);
+    }
+}

@@ -1,0 +1,141 @@
+//! The channel park hook of executor threads ([`CoroutinePark`]): inside a
+//! coroutine, a blocking channel operation or join suspends the coroutine
+//! onto its executor's wait queue instead of parking the thread.
+//!
+//! # Invariants
+//!
+//! * The hook is installed on one executor thread ([`install`]) for exactly
+//!   as long as that executor runs, and reaches the executor's `Local`
+//!   only while it is alive: the guard [`install`] returns detaches it
+//!   before the `Local` is dropped.
+//! * A coroutine suspends only when its `RUNNING -> WAITING` transition
+//!   (`WakeState::prepare_park`) succeeds, so a wake that came first is
+//!   never slept through.
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::Waker;
+use std::time::Instant;
+
+use swco_channel::hook::{self, Park};
+
+use crate::executor::Local;
+use crate::task::{Suspend, TaskHeader};
+
+/// The park hook installed on executor threads: inside a coroutine, parking
+/// suspends the coroutine; elsewhere it falls back to parking the thread.
+///
+/// It reaches its executor's [`Local`] through its own pointer rather than
+/// the `CURRENT` thread-local: the hook is installed on one executor thread
+/// for exactly as long as that executor runs.
+struct CoroutinePark {
+    fallback: Rc<dyn Park>,
+    /// This thread's executor; set (through [`install`]) by `run_executor`
+    /// while the `Local` in its frame is alive, null before that `Local` is
+    /// dropped.
+    local: Cell<*const Local>,
+}
+
+impl CoroutinePark {
+    /// The executor and the header of the coroutine running on this thread,
+    /// if a coroutine of this executor is running.
+    #[inline]
+    fn running(&self) -> Option<(&Local, &Arc<TaskHeader>)> {
+        // SAFETY: a non-null `local` points at the Local in `run_executor`'s
+        // frame, which nulls it before that Local is dropped. The hook is an
+        // `Rc` (this thread only), and everything that calls it (coroutines
+        // and blocking calls on this thread) has returned, finished or been
+        // unwound by then, so the reference does not outlive the Local.
+        let local = unsafe { self.local.get().as_ref() }?;
+        if !local.can_suspend() {
+            return None;
+        }
+        Some((local, local.running_header()?))
+    }
+
+    /// A waker that owns `header`. Every coroutine waker is made here, out
+    /// of line, so that they all share one vtable address and
+    /// [`Waker::will_wake`] can recognise them.
+    #[inline(never)]
+    fn header_waker(header: Arc<TaskHeader>) -> Waker {
+        Waker::from(header)
+    }
+}
+
+impl Park for CoroutinePark {
+    fn waker(&self) -> Waker {
+        match self.running() {
+            Some((_, header)) => Self::header_waker(Arc::clone(header)),
+            None => self.fallback.waker(),
+        }
+    }
+
+    fn will_wake(&self, waker: &Waker) -> bool {
+        match self.running() {
+            Some((_, header)) => {
+                // A waker for the running coroutine that owns no count: the
+                // `Arc` inside is never dropped, so the count never moves.
+                // SAFETY: the pointer is that of a live `Arc<TaskHeader>`
+                // (`header`, which outlives this borrow), and `ManuallyDrop`
+                // keeps the borrowed `Arc` from being released.
+                let this = std::mem::ManuallyDrop::new(Self::header_waker(unsafe {
+                    Arc::from_raw(Arc::as_ptr(header))
+                }));
+                waker.will_wake(&this)
+            }
+            None => self.fallback.will_wake(waker),
+        }
+    }
+
+    fn park(&self, deadline: Option<Instant>) {
+        let Some((local, header)) = self.running() else {
+            return self.fallback.park(deadline);
+        };
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return;
+        }
+        if header.state.prepare_park() {
+            local.suspend(Suspend::Park(deadline));
+        }
+    }
+
+    fn spin_before_park(&self) -> bool {
+        match self.running() {
+            // Inside a coroutine, parking is a cheap switch that lets a
+            // neighbour run: spin only while there is no neighbour to run.
+            // Parking would then only send the executor into its idle spin,
+            // and the waker would pay for a remote wake (an inbox push and
+            // a cross-core hand-off) that spinning here avoids.
+            Some((local, _)) => local.nothing_else_to_run(),
+            // Outside, defer to the thread parker.
+            None => self.fallback.spin_before_park(),
+        }
+    }
+}
+
+/// Installs the park hook on this thread for `local`, the thread's
+/// executor (`run_executor` calls it with the `Local` in its frame).
+/// Dropping the returned guard puts the previous hook back and nulls the
+/// hook's pointer to `local`: it must be dropped before `local` is.
+pub(crate) fn install(local: &Local) -> Installed {
+    let park = Rc::new(CoroutinePark {
+        fallback: hook::current(),
+        local: Cell::new(local),
+    });
+    let previous = hook::set_current(Some(park.clone()));
+    Installed { park, previous }
+}
+
+/// The park hook as installed on an executor thread, by [`install`].
+pub(crate) struct Installed {
+    park: Rc<CoroutinePark>,
+    previous: Option<Rc<dyn Park>>,
+}
+
+impl Drop for Installed {
+    fn drop(&mut self) {
+        hook::set_current(self.previous.take());
+        self.park.local.set(std::ptr::null());
+    }
+}

@@ -1,0 +1,111 @@
+//! An executor's two coroutine queues: the [`RunQueue`] of ready slots and
+//! the [`WaitQueue`], the table of its live coroutines indexed by slot (the
+//! ones neither running nor on the run queue are parked). Both are
+//! thread-confined to the executor, inside its `Local`.
+//!
+//! # Invariants
+//!
+//! The [`WaitQueue`]'s, stated on the type: it owns every task in it, and
+//! only the executor loop, between resumes, dereferences a slot.
+
+use std::collections::VecDeque;
+
+use crate::task::Task;
+
+/// Ready coroutines, by slot, in FIFO order.
+#[derive(Default)]
+pub(crate) struct RunQueue(pub(crate) VecDeque<usize>);
+
+/// Every live coroutine of the executor, indexed by slot. Those neither
+/// running nor on the [`RunQueue`] are parked: this is the executor's wait
+/// queue, and a wake finds its coroutine here by slot.
+///
+/// A task stays in its slot while it runs: the executor resumes it through
+/// the slot's pointer, so a resume moves nothing.
+///
+/// # Invariants
+///
+/// * A non-null entry is a pointer from `Box::into_raw`, owned by this
+///   queue: freed by [`take`](WaitQueue::take) (which hands the box back)
+///   or by `Drop`, and by nothing else.
+/// * The task being resumed is reached only through the executor loop's
+///   pointer (`Local::run_task`) until the resume
+///   returns. Code running meanwhile (the coroutine, wakers, spawns) may
+///   borrow this queue, but only to reserve or fill *other* slots; the
+///   accessors that dereference a slot (`get`, `get_mut`, `take`,
+///   `take_any`) are called only by the executor loop between resumes.
+#[derive(Default)]
+pub(crate) struct WaitQueue {
+    slots: Vec<*mut Task>,
+    free: Vec<usize>,
+}
+
+impl WaitQueue {
+    pub(crate) fn reserve(&mut self) -> usize {
+        match self.free.pop() {
+            Some(slot) => slot,
+            None => {
+                self.slots.push(std::ptr::null_mut());
+                self.slots.len() - 1
+            }
+        }
+    }
+
+    pub(crate) fn put(&mut self, slot: usize, task: Box<Task>) {
+        debug_assert!(self.slots[slot].is_null());
+        self.slots[slot] = Box::into_raw(task);
+    }
+
+    /// The task in `slot`, or null. Dereferencing it is subject to the
+    /// type's invariants.
+    #[inline]
+    pub(crate) fn ptr(&self, slot: usize) -> *mut Task {
+        self.slots
+            .get(slot)
+            .copied()
+            .unwrap_or(std::ptr::null_mut())
+    }
+
+    pub(crate) fn take(&mut self, slot: usize) -> Option<Box<Task>> {
+        let ptr = std::mem::replace(self.slots.get_mut(slot)?, std::ptr::null_mut());
+        // SAFETY: a non-null entry came from `Box::into_raw` and is owned by
+        // this queue; nulling the entry above transfers that ownership back
+        // to the box, exactly once.
+        (!ptr.is_null()).then(|| unsafe { Box::from_raw(ptr) })
+    }
+
+    pub(crate) fn release(&mut self, slot: usize) {
+        self.free.push(slot);
+    }
+
+    pub(crate) fn get(&self, slot: usize) -> Option<&Task> {
+        // SAFETY: a non-null entry points at a live task owned by this
+        // queue; it is called only between resumes, when no other reference
+        // to a task exists (type invariants), and `&self` keeps the task from
+        // being taken while the reference lives.
+        unsafe { self.ptr(slot).as_ref() }
+    }
+
+    pub(crate) fn get_mut(&mut self, slot: usize) -> Option<&mut Task> {
+        // SAFETY: as in `get`, with `&mut self` making the reference unique.
+        unsafe { self.ptr(slot).as_mut() }
+    }
+
+    /// The number of slots, used or free: every task is in a slot below it.
+    pub(crate) fn slot_count(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub(crate) fn take_any(&mut self) -> Option<Box<Task>> {
+        let slot = self.slots.iter().position(|p| !p.is_null())?;
+        self.take(slot)
+    }
+}
+
+impl Drop for WaitQueue {
+    fn drop(&mut self) {
+        for slot in 0..self.slots.len() {
+            drop(self.take(slot));
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! The state of executors and of the runtime that other threads may touch:
+//! [`ExecutorShared`] (one per executor: its inbox, stop flag, load, idle
+//! flag, stealable spawns and counters) and [`RuntimeShared`] (the
+//! executors, the placement policy and the runtime-wide live count). Both
+//! the executor loop and the [`Runtime`](crate::Runtime) facade hold them.
+//!
+//! # Invariants
+//!
+//! * Each of an executor's [`Counters`] has a single writer, the executor
+//!   thread ([`bump`]).
+//! * An idle executor is woken by an offer of work at most once: the offer
+//!   claims its `idle` flag with a CAS ([`ExecutorShared::claim_idle`]).
+//! * A job is never handed to an executor that has left its loop: `exited`
+//!   and `live` form a Dekker pair between the exiting executor and the
+//!   spawner (see [`ExecutorShared::exited`]).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+
+use crossbeam_deque::{Stealer, Worker};
+use crossbeam_utils::CachePadded;
+use swco_channel::sync::Unparker;
+
+use crate::inbox::Inbox;
+use crate::job::Job;
+use crate::placement::Placement;
+
+/// Executor run state, set by the runtime at shutdown.
+pub(crate) const RUN: u8 = 0;
+/// Exit once nothing is live here (the runtime saw no live coroutine).
+pub(crate) const STOP: u8 = 1;
+/// Exit now, unwinding whatever coroutines are still here.
+pub(crate) const CANCEL: u8 = 2;
+
+/// Per-executor counters. Each has a single writer (the executor thread), so
+/// a relaxed load + store is enough and costs no locked instruction.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) spawned: AtomicU64,
+    pub(crate) finished: AtomicU64,
+    pub(crate) switches: AtomicU64,
+    pub(crate) blocks: AtomicU64,
+    pub(crate) wakes: AtomicU64,
+    pub(crate) parks: AtomicU64,
+    pub(crate) stacks_mapped: AtomicU64,
+    pub(crate) stacks_released: AtomicU64,
+}
+
+#[inline]
+pub(crate) fn bump(counter: &AtomicU64, by: u64) {
+    // Relaxed: statistics only, and only the executor thread writes.
+    counter.store(counter.load(Ordering::Relaxed) + by, Ordering::Relaxed);
+}
+
+/// The part of an executor other threads may touch.
+pub(crate) struct ExecutorShared {
+    pub(crate) index: usize,
+    pub(crate) inbox: CachePadded<Inbox<Job>>,
+    pub(crate) stop: AtomicU8,
+    /// Coroutines placed here and not yet finished (for least-loaded
+    /// placement and the shutdown report).
+    pub(crate) live: CachePadded<AtomicUsize>,
+    pub(crate) counters: CachePadded<Counters>,
+    /// Set while the executor has nothing to run (it may be parked): it will
+    /// take work offered by a busy executor. Cleared by whoever claims it
+    /// (with a CAS, so one offer wakes it once) or by the executor itself.
+    pub(crate) idle: CachePadded<AtomicBool>,
+    /// The other end of the executor's local spawn deque: idle executors
+    /// steal unstarted jobs here, oldest first.
+    pub(crate) stealer: Stealer<Job>,
+    /// The deque's owning end, until the executor thread takes it.
+    pub(crate) worker: std::sync::Mutex<Option<Worker<Job>>>,
+    /// Set once the executor thread has left its loop (or is about to):
+    /// a job handed to it now would never run. Only a cancelling shutdown
+    /// lets an executor go while coroutines elsewhere may still spawn.
+    pub(crate) exited: AtomicBool,
+}
+
+impl ExecutorShared {
+    pub(crate) fn new(index: usize, unparker: Unparker) -> Self {
+        let spawns = Worker::new_lifo();
+        ExecutorShared {
+            index,
+            inbox: CachePadded::new(Inbox::new(unparker)),
+            stop: AtomicU8::new(RUN),
+            live: CachePadded::new(AtomicUsize::new(0)),
+            counters: CachePadded::new(Counters::default()),
+            idle: CachePadded::new(AtomicBool::new(false)),
+            stealer: spawns.stealer(),
+            worker: std::sync::Mutex::new(Some(spawns)),
+            exited: AtomicBool::new(false),
+        }
+    }
+
+    /// Wakes this executor if it is idle, so that it steals work; `true` if
+    /// it was (and is now claimed).
+    pub(crate) fn claim_idle(&self) -> bool {
+        // Relaxed first look: offers are hints; a missed one costs only
+        // parallelism (the owner runs its jobs anyway).
+        if !self.idle.load(Ordering::Relaxed)
+            || self
+                .idle
+                .compare_exchange(true, false, Ordering::AcqRel, Ordering::Relaxed)
+                .is_err()
+        {
+            return false;
+        }
+        self.inbox.unpark();
+        true
+    }
+
+    /// Hands a new coroutine to this executor from another thread.
+    pub(crate) fn push_spawn(&self, job: Job) {
+        self.inbox.push_spawn(job);
+    }
+
+    /// Asks the executor to stop (`STOP` or `CANCEL`) and wakes it.
+    pub(crate) fn request_stop(&self, mode: u8) {
+        // Release: the runtime's shutdown decisions happen before the
+        // executor sees the flag.
+        self.stop.store(mode, Ordering::Release);
+        self.inbox.unpark();
+    }
+}
+
+/// Runtime-wide state shared by the handle and every executor thread.
+pub(crate) struct RuntimeShared {
+    pub(crate) executors: Vec<Arc<ExecutorShared>>,
+    pub(crate) placement: Placement,
+    /// Round-robin cursor.
+    pub(crate) next: AtomicUsize,
+    pub(crate) live: AtomicUsize,
+    pub(crate) closed: AtomicBool,
+    pub(crate) idle: Mutex<()>,
+    pub(crate) idle_changed: Condvar,
+}
+
+impl RuntimeShared {
+    /// The executors, by index.
+    pub(crate) fn executor_shared(&self) -> &[Arc<ExecutorShared>] {
+        &self.executors
+    }
+
+    /// A busy executor has jobs to spare: wake one idle executor, which will
+    /// steal some. A hint only: the owner runs its jobs anyway, so a missed
+    /// offer costs parallelism, never work.
+    pub(crate) fn offer_work(&self, from: usize) {
+        let n = self.executors.len();
+        for k in 1..n {
+            if self.executors[(from + k) % n].claim_idle() {
+                return;
+            }
+        }
+    }
+
+    pub(crate) fn finished_one(&self) {
+        // SeqCst: pairs with shutdown's closed store / live load.
+        if self.live.fetch_sub(1, Ordering::SeqCst) == 1 {
+            let _guard = self.idle.lock().unwrap();
+            self.idle_changed.notify_all();
+        }
+    }
+
+    pub(crate) fn executors(&self) -> usize {
+        self.executors.len()
+    }
+}

@@ -1,0 +1,167 @@
+//! The spawn path: where a new coroutine goes ([`RuntimeShared::place`], by
+//! the [`Placement`] policy) and how its job gets there
+//! ([`RuntimeShared::submit`]: straight onto the local queue when spawned
+//! on its own executor, else through the target's inbox).
+//!
+//! # Invariants
+//!
+//! * A spawn increments `live` *before* checking `closed` (both `SeqCst`):
+//!   the spawn side of the shutdown invariant stated in `runtime.rs`.
+//! * Coroutines spawned from inside a coroutine are accepted even while
+//!   closing: their parent is live, so shutdown is still waiting.
+//! * A job is never handed to an executor that has exited: the spawner's
+//!   `live` increment and `exited` load pair with the exiting executor's
+//!   (see `ExecutorShared::exited`).
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
+
+use crate::error::SpawnError;
+use crate::executor::Local;
+use crate::job::{Job, Start};
+use crate::join::{JoinError, JoinHandle, JoinSlot};
+use crate::panic::{drop_closure, drop_payload, join_error};
+use crate::placement::Placement;
+use crate::shared::RuntimeShared;
+
+impl RuntimeShared {
+    /// The executor for a spawn placed by policy, and whether the job may be
+    /// stolen (a local spawn under [`Placement::Local`]).
+    pub(crate) fn place(&self) -> (usize, bool) {
+        let n = self.executors.len();
+        match self.placement {
+            Placement::Local => match Local::current() {
+                Some(l) if std::ptr::eq(l.runtime.as_ref(), self) && l.in_coroutine() => {
+                    (l.shared.index, true)
+                }
+                _ => (self.home_of_this_thread(), true),
+            },
+            // Relaxed: only distinctness of turns matters, not ordering.
+            Placement::RoundRobin => (self.next.fetch_add(1, Ordering::Relaxed) % n, false),
+            Placement::LeastLoaded => {
+                let mut best = 0;
+                let mut best_load = usize::MAX;
+                for (i, e) in self.executors.iter().enumerate() {
+                    // Relaxed: a load estimate; staleness only skews balance.
+                    let load = e.live.load(Ordering::Relaxed);
+                    if load < best_load {
+                        best = i;
+                        best_load = load;
+                        if load == 0 {
+                            break;
+                        }
+                    }
+                }
+                (best, false)
+            }
+        }
+    }
+
+    /// The executor a plain thread spawns onto under [`Placement::Local`]:
+    /// chosen round-robin at the thread's first spawn on this runtime, then
+    /// kept, so that the coroutines a thread spawns share an executor (their
+    /// hand-offs are local, as Go's goroutines spawned from one P are)
+    /// until idle executors steal some.
+    fn home_of_this_thread(&self) -> usize {
+        thread_local! {
+            /// (runtime, executor) of the last runtime this thread spawned on.
+            static HOME: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
+        }
+        let me = self as *const RuntimeShared as usize;
+        HOME.with(|home| {
+            let (runtime, cpe) = home.get();
+            // (A runtime freed and another built at its address may have
+            // fewer executors.)
+            if runtime == me && cpe < self.executors.len() {
+                return cpe;
+            }
+            // Relaxed: only distinctness of turns matters, not ordering.
+            let cpe = self.next.fetch_add(1, Ordering::Relaxed) % self.executors.len();
+            home.set((me, cpe));
+            cpe
+        })
+    }
+
+    /// Spawns `f` on executor `cpe`. `from_coroutine` spawns are accepted
+    /// while closing (see the module invariants).
+    pub(crate) fn submit<F, T>(
+        &self,
+        cpe: usize,
+        f: F,
+        from_coroutine: bool,
+        stealable: bool,
+    ) -> Result<JoinHandle<T>, SpawnError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let Some(mut exec) = self.executors.get(cpe) else {
+            return Err(SpawnError::OutOfRange {
+                cpe,
+                executors: self.executors.len(),
+            });
+        };
+        let mut cpe = cpe;
+        // SeqCst (both): the Dekker pair with shutdown's closed/live.
+        self.live.fetch_add(1, Ordering::SeqCst);
+        if !from_coroutine && self.closed.load(Ordering::SeqCst) {
+            self.finished_one();
+            return Err(SpawnError::ShutDown);
+        }
+        // SeqCst: the Dekker pair with an exiting executor's `exited` store
+        // and `live` load (see `ExecutorShared::exited`).
+        exec.live.fetch_add(1, Ordering::SeqCst);
+        if exec.exited.load(Ordering::SeqCst) {
+            // A cancelling shutdown let that executor go. Only a coroutine
+            // can still spawn then (`closed` refuses the others); its own
+            // executor is alive, since it runs the spawner, and starts the
+            // job as cancelled.
+            // Relaxed: a load estimate, as below.
+            exec.live.fetch_sub(1, Ordering::Relaxed);
+            let own = Local::current()
+                .filter(|l| std::ptr::eq(l.runtime.as_ref(), self) && l.in_coroutine());
+            let Some(own) = own else {
+                self.finished_one();
+                return Err(SpawnError::ShutDown);
+            };
+            exec = &self.executors[own.shared.index];
+            cpe = own.shared.index;
+            // Relaxed: a load estimate for placement and reports.
+            exec.live.fetch_add(1, Ordering::Relaxed);
+        }
+        let (completer, handle) = JoinSlot::pair();
+        let body = Box::new(move |start: Start| {
+            let result = match start {
+                Start::Run => catch_unwind(AssertUnwindSafe(f)).map_err(join_error),
+                Start::Cancel => {
+                    drop_closure(f);
+                    Err(JoinError::cancelled())
+                }
+                Start::Refuse(why) => {
+                    drop_closure(f);
+                    Err(JoinError::refused(why))
+                }
+            };
+            // With the handle gone (detached), completing drops the result
+            // here: its `Drop` must not take the executor down.
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(move || completer.complete(result)))
+            {
+                eprintln!(
+                    "swco: dropping a detached coroutine's result panicked; the executor carries on"
+                );
+                drop_payload(payload);
+            }
+        });
+        let job = Job::new(body, stealable);
+        match Local::current() {
+            // Same executor, from inside it: no inbox, no lock.
+            Some(local)
+                if local.shared.index == cpe && std::ptr::eq(local.runtime.as_ref(), self) =>
+            {
+                local.start(job)
+            }
+            _ => exec.push_spawn(job),
+        }
+        Ok(handle.with_cpe(cpe))
+    }
+}

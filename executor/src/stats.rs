@@ -1,0 +1,60 @@
+//! The public statistics of a runtime: [`Stats`], one [`ExecutorStats`]
+//! per executor, as [`Runtime::stats`](crate::Runtime::stats) snapshots them.
+//!
+//! # Invariants
+//!
+//! * Once every coroutine has finished, `wakes == blocks` on each executor:
+//!   each suspension ends with exactly one wake.
+
+/// Counters of one executor since the runtime started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ExecutorStats {
+    /// Coroutines created on this executor.
+    pub spawned: u64,
+    /// Coroutines that finished here (returned, panicked or were cancelled).
+    pub finished: u64,
+    /// Coroutine resumptions.
+    pub context_switches: u64,
+    /// Times a coroutine suspended itself on the wait queue (blocked).
+    pub blocks: u64,
+    /// Wakes that put a parked coroutine back on the run queue (including
+    /// expired deadlines). Once every coroutine has finished,
+    /// `wakes == blocks`: each suspension ends with exactly one wake.
+    pub wakes: u64,
+    /// Times the executor thread itself parked, having nothing to run.
+    pub parks: u64,
+    /// Coroutine stacks carved fresh from the executor's stack slabs (the
+    /// others reused a finished coroutine's stack), which is the most
+    /// coroutine stacks the executor has had in use at once.
+    pub stacks_mapped: u64,
+    /// Free stacks whose memory was given back to the OS
+    /// (`MADV_DONTNEED`) because they sat unused for a whole trim period
+    /// (250 ms); reusing one costs a few page faults.
+    pub stacks_released: u64,
+}
+
+/// Per-executor counters of a runtime, indexed by executor.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// One entry per executor.
+    pub executors: Vec<ExecutorStats>,
+}
+
+impl Stats {
+    /// The counters summed over all executors.
+    pub fn total(&self) -> ExecutorStats {
+        self.executors
+            .iter()
+            .fold(ExecutorStats::default(), |a, e| ExecutorStats {
+                spawned: a.spawned + e.spawned,
+                finished: a.finished + e.finished,
+                context_switches: a.context_switches + e.context_switches,
+                blocks: a.blocks + e.blocks,
+                wakes: a.wakes + e.wakes,
+                parks: a.parks + e.parks,
+                stacks_mapped: a.stacks_mapped + e.stacks_mapped,
+                stacks_released: a.stacks_released + e.stacks_released,
+            })
+    }
+}
