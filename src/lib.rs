@@ -34,16 +34,16 @@ pub use swco_channel as channel;
 
 // --- runtime API (swco-executor) -------------------------------------------
 pub use swco_executor::{
-    current_cpe, spawn, yield_now, BuildError, ExecutorStats, GuardPages, JoinError, JoinHandle,
-    Placement, Runtime, RuntimeBuilder, ShutdownTimeout, SpawnError, Stats, DEFAULT_EXECUTORS,
-    DEFAULT_STACK_SIZE, MAX_EXECUTORS, MIN_STACK_SIZE,
+    current_cpe, sleep, sleep_until, spawn, yield_now, BuildError, ExecutorStats, GuardPages,
+    JoinError, JoinHandle, Placement, Runtime, RuntimeBuilder, ShutdownTimeout, SpawnError, Stats,
+    DEFAULT_EXECUTORS, DEFAULT_STACK_SIZE, MAX_EXECUTORS, MIN_STACK_SIZE,
 };
 // --- end runtime API ---------------------------------------------------------
 
 /// The names most programs need: `use swco::prelude::*;`.
 pub mod prelude {
     pub use crate::channel::{self, mpmc, mpsc, spmc, spsc, Cas, Updt};
-    pub use crate::{current_cpe, spawn, yield_now, JoinHandle, Runtime};
+    pub use crate::{current_cpe, sleep, spawn, yield_now, JoinHandle, Runtime};
 }
 
 /// The README's examples, compiled and run as doc tests.

@@ -574,6 +574,63 @@ pub fn yield_now() {
     }
 }
 
+/// Suspends the current coroutine for at least `duration`, on its
+/// executor's timer: the executor's other coroutines keep running, which
+/// `std::thread::sleep` would stop. Outside a coroutine (or inside a panic
+/// hook) it is `std::thread::sleep`.
+///
+/// A cancelling shutdown (`Runtime::shutdown_timeout`) unwinds a sleeping
+/// coroutine like a blocked one.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// let rt = swco_executor::Runtime::builder().executors(1).build().unwrap();
+/// // Two sleepers on one executor overlap: the second does not wait for
+/// // the first.
+/// let start = Instant::now();
+/// let a = rt.spawn_on(0, || swco_executor::sleep(Duration::from_millis(50))).unwrap();
+/// let b = rt.spawn_on(0, || swco_executor::sleep(Duration::from_millis(50))).unwrap();
+/// a.join().unwrap();
+/// b.join().unwrap();
+/// assert!(start.elapsed() >= Duration::from_millis(50));
+/// ```
+pub fn sleep(duration: Duration) {
+    match Instant::now().checked_add(duration) {
+        Some(deadline) => sleep_until(deadline),
+        // Further than `Instant` reaches: for ever, as good as.
+        None => loop {
+            sleep_until(Instant::now() + Duration::from_secs(3600 * 24 * 365));
+        },
+    }
+}
+
+/// Suspends the current coroutine until `deadline` (at once if it has
+/// passed), on its executor's timer; see [`sleep`]. Outside a coroutine it
+/// sleeps the OS thread.
+pub fn sleep_until(deadline: Instant) {
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            return;
+        }
+        match Local::current().filter(|l| l.can_suspend()) {
+            Some(local) => {
+                let header = local
+                    .running_header()
+                    .expect("a coroutine that can suspend is running");
+                // Nobody holds a waker for this coroutine, so only the
+                // timer (or a cancelling shutdown) resumes it; the loop
+                // absorbs any early return all the same.
+                if header.state.prepare_park() {
+                    local.suspend(Suspend::Park(Some(deadline)));
+                }
+            }
+            None => thread::sleep(deadline - now),
+        }
+    }
+}
+
 /// The index of the executor (CPE) running the current coroutine; `None`
 /// outside a coroutine.
 pub fn current_cpe() -> Option<usize> {
