@@ -1,21 +1,24 @@
 //! What a coroutine costs: skynet (a tree of 1 000 000 leaf coroutines, ten
 //! children per node, every node spawned from inside its parent with
-//! `swco::spawn`) and the 10 000-coroutine daisy chain (spawned from an OS
-//! thread, one blocking hand-off each), beside the same programs in Go
-//! (`benches/go/*.go`, run with `go run` when `go` is on the `PATH`), in the
-//! same run; then 200 000 coroutines blocked at once (each in `recv` on its
-//! own channel, 16 KiB stacks), all released, with the peak resident set.
+//! `swco::spawn`), the 10 000-coroutine daisy chain (spawned from an OS
+//! thread, one blocking hand-off each) and a ping-pong of 200 000 round
+//! trips through two zero-capacity (rendezvous) channels between two
+//! coroutines on one executor, beside the same programs in Go
+//! (`benches/go/*.go`, run with `go run` when `go` is on the `PATH`; the
+//! ping-pong with `GOMAXPROCS=1`), in the same run; then 200 000 coroutines
+//! blocked at once (each in `recv` on its own channel, 16 KiB stacks), all
+//! released, with the peak resident set.
 //!
 //! ```text
-//! cargo run --release --example skynet [-- --leaves N] [--chain N] [--blocked N] [--reps R] [--executors E]
+//! cargo run --release --example skynet [-- --leaves N] [--chain N] [--rounds N] [--blocked N] [--reps R] [--executors E]
 //! ```
 //!
 //! Every run checks its result: skynet's sum must be `N(N-1)/2`, and every
-//! `join` must succeed; the chain must deliver `N + 1`. A wrong sum or a
-//! dropped coroutine is a failure (exit code 1), not a figure. Prints the
-//! median of R runs per system, the ratio swco/Go, and this process's peak
-//! resident set (VmHWM), which covers swco only (Go runs in its own
-//! process).
+//! `join` must succeed; the chain must deliver `N + 1`; the ping-pong's sum
+//! must be `N(N+1)/2`. A wrong sum or a dropped coroutine is a failure (exit
+//! code 1), not a figure. Prints the median of R runs per system, the ratio
+//! swco/Go, and this process's peak resident set (VmHWM), which covers swco
+//! only (Go runs in its own process).
 
 use std::path::Path;
 use std::process::Command;
@@ -77,6 +80,39 @@ fn swco_chain(rt: &Runtime, n: usize) -> Duration {
     took
 }
 
+/// `rounds` round trips through two zero-capacity (rendezvous) channels
+/// between two coroutines on executor 0: every hand-off blocks one side.
+/// Checks the sum of the values that came back.
+fn swco_rendezvous_pingpong(rt: &Runtime, rounds: u64) -> Duration {
+    let (ping_tx, ping_rx) = spsc::bounded::<u64>(0);
+    let (pong_tx, pong_rx) = spsc::bounded::<u64>(0);
+    let echo = rt
+        .spawn_on(0, move || {
+            for v in ping_rx {
+                pong_tx.send(v + 1).expect("the pinger waits");
+            }
+        })
+        .expect("executor 0 exists");
+    let pinger = rt
+        .spawn_on(0, move || {
+            let start = Instant::now();
+            let mut sum = 0;
+            for i in 0..rounds {
+                ping_tx.send(i).expect("the echo waits");
+                sum += pong_rx.recv().expect("an echo");
+            }
+            (start.elapsed(), sum)
+        })
+        .expect("executor 0 exists");
+    let (took, sum) = pinger.join().expect("the pinger was lost");
+    echo.join().expect("the echo was lost");
+    if sum != rounds * (rounds + 1) / 2 {
+        eprintln!("rendezvous ping-pong: wrong sum {sum}");
+        std::process::exit(1);
+    }
+    took
+}
+
 /// `n` coroutines, each parked in `recv` on its own channel, all at once;
 /// then all released. Checks the exact count and sum.
 fn swco_blocked(n: u64, executors: usize) -> Duration {
@@ -106,6 +142,9 @@ fn swco_blocked(n: u64, executors: usize) -> Duration {
         .map(|h| h.join().expect("a blocked coroutine was lost"))
         .sum();
     let took = start.elapsed();
+    // A join returns as soon as the result is handed over, a moment before
+    // the executor counts the coroutine finished: count after shutdown.
+    rt.shutdown();
     if sum != n * (n - 1) / 2 || rt.stats().total().finished != n {
         eprintln!("blocked: wrong sum {sum} or count");
         std::process::exit(1);
@@ -121,9 +160,15 @@ fn median(mut v: Vec<Duration>) -> Duration {
 /// Runs `benches/go/<program>.go` with `args`; its lines are
 /// `<name> <result> <milliseconds>`. Checks every result against
 /// `expected`. `None` when Go is not installed.
-fn go_runs(program: &str, args: &[String], expected: u64) -> Option<Vec<Duration>> {
+fn go_runs(
+    program: &str,
+    args: &[String],
+    env: &[(&str, &str)],
+    expected: u64,
+) -> Option<Vec<Duration>> {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("benches/go/{program}.go"));
     let out = Command::new("go")
+        .envs(env.iter().copied())
         .arg("run")
         .arg(&source)
         .args(args)
@@ -185,6 +230,7 @@ fn main() {
     let mut blocked: u64 = 200_000;
     let mut reps: usize = 5;
     let mut executors: usize = 2;
+    let mut rounds: u64 = 200_000;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = |what: &str| {
@@ -198,9 +244,10 @@ fn main() {
             "--blocked" => blocked = value("coroutines"),
             "--reps" => reps = value("runs per system") as usize,
             "--executors" => executors = value("executors") as usize,
+            "--rounds" => rounds = value("ping-pong round trips"),
             "-h" | "--help" => {
                 println!(
-                    "skynet [--leaves N] [--chain N] [--blocked N] [--reps R] [--executors E]"
+                    "skynet [--leaves N] [--chain N] [--rounds N] [--blocked N] [--reps R] [--executors E]"
                 );
                 return;
             }
@@ -219,6 +266,7 @@ fn main() {
     let go = go_runs(
         "skynet",
         &[leaves.to_string(), reps.to_string()],
+        &[],
         leaves * (leaves - 1) / 2,
     );
     report(&format!("skynet {leaves}"), median(sky), go);
@@ -228,9 +276,21 @@ fn main() {
     let go = go_runs(
         "chain",
         &[chain.to_string(), reps.to_string()],
+        &[],
         1 + chain as u64,
     );
     report(&format!("chain {chain}"), median(ch), go);
+
+    let pp: Vec<Duration> = (0..reps)
+        .map(|_| swco_rendezvous_pingpong(&rt, rounds))
+        .collect();
+    let go = go_runs(
+        "pingpong",
+        &[rounds.to_string(), reps.to_string()],
+        &[("GOMAXPROCS", "1")],
+        rounds * (rounds + 1) / 2,
+    );
+    report(&format!("rendezvous {rounds}"), median(pp), go);
 
     rt.shutdown();
     let stats = rt.stats().total();

@@ -31,6 +31,8 @@
 /// Bounded ring-buffer channels in four modes, with CAS and add-only
 /// protocols. See [`swco_channel`].
 pub use swco_channel as channel;
+/// Waits on several channel operations; see [`swco_channel::select!`].
+pub use swco_channel::select;
 
 // --- runtime API (swco-executor) -------------------------------------------
 pub use swco_executor::{

@@ -52,7 +52,10 @@ fn many_sleepers_on_one_executor_all_wake_exactly_once() {
     assert_eq!(woken.load(Ordering::Relaxed), N);
     let total = rt.stats().total();
     assert_eq!(total.finished, N as u64);
-    assert_eq!(total.wakes, total.blocks, "each suspension ended with one wake");
+    assert_eq!(
+        total.wakes, total.blocks,
+        "each suspension ended with one wake"
+    );
 }
 
 #[test]

@@ -87,8 +87,10 @@ fn seed() -> u32 {
     (h.finish() as u32) | 1
 }
 
+/// The next number of this thread's xorshift sequence (also the select's
+/// random start).
 #[cfg(not(loom))]
-fn next_random() -> u32 {
+pub(crate) fn next_random() -> u32 {
     SEED.with(|s| {
         let mut x = s.get();
         x ^= x << 13;

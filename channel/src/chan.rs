@@ -25,6 +25,13 @@
 //!    endpoint of the side.** After the receivers are gone, sends fail and
 //!    buffered messages are dropped; after the senders are gone, receivers
 //!    drain what is buffered, then fail.
+//! 5. **Zero capacity is a rendezvous.** A `bounded(0)` channel leaves its
+//!    ring unused and meets senders with receivers in its [`Rendezvous`]
+//!    (`rendezvous.rs`, with its own invariants). Its sends take the message
+//!    by pointer like the others; a sender cancelled out of its park after
+//!    a receiver took the message reports success first and unwinds after,
+//!    so no copy is dropped twice. A party queuing there also wakes the
+//!    other side's waiter list, where selects and futures wait.
 
 use std::time::Instant;
 
@@ -34,6 +41,7 @@ use crate::backoff::Backoff;
 use crate::claim::Cursor;
 use crate::error::{RecvTimeoutError, TryRecvError};
 use crate::hook::{self, Park};
+use crate::rendezvous::{rethrow_deferred, Arrival, Rendezvous, Side};
 use crate::ring::{Ring, Turn};
 use crate::sync::{fence, Ordering};
 use crate::updt::UpdtCell;
@@ -55,14 +63,17 @@ pub(crate) struct Chan<T, M: Mode, P: Protocol> {
     tx: CachePadded<M::Tx<P>>,
     rx: CachePadded<M::Rx<P>>,
     /// Senders blocked on a full ring.
-    senders: CachePadded<M::TxWait<P>>,
+    pub(crate) senders: CachePadded<M::TxWait<P>>,
     /// Receivers blocked on an empty ring.
-    receivers: CachePadded<M::RxWait<P>>,
+    pub(crate) receivers: CachePadded<M::RxWait<P>>,
     /// 1 once every sender is gone.
     tx_gone: UpdtCell,
     /// 1 once every receiver is gone.
     rx_gone: UpdtCell,
     ring: Ring<T>,
+    /// The meeting point of a zero-capacity channel (whose ring, one slot,
+    /// stays unused); `None` for every other capacity.
+    zero: Option<Box<Rendezvous<T, P::Lock>>>,
 }
 
 impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
@@ -74,18 +85,32 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
             receivers: CachePadded::new(Waiters::new()),
             tx_gone: UpdtCell::new(0),
             rx_gone: UpdtCell::new(0),
-            ring: Ring::new(capacity),
+            ring: Ring::new(capacity.max(1)),
+            zero: (capacity == 0).then(|| Box::new(Rendezvous::new())),
         }
     }
 
     #[inline]
     pub(crate) fn capacity(&self) -> usize {
+        if self.zero.is_some() {
+            return 0;
+        }
         self.ring.capacity()
+    }
+
+    /// The rendezvous of a zero-capacity channel.
+    #[inline]
+    pub(crate) fn zero(&self) -> Option<&Rendezvous<T, P::Lock>> {
+        self.zero.as_deref()
     }
 
     /// Number of messages in the ring, from a consistent snapshot of the two
     /// positions (claimed, not necessarily published).
     pub(crate) fn len(&self) -> usize {
+        if self.zero.is_some() {
+            // A rendezvous holds no message.
+            return 0;
+        }
         loop {
             let tail = self.tx.position();
             let head = self.rx.position();
@@ -99,7 +124,10 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
 
     /// A blocked sender's re-check, after registering and `fence(SeqCst)`.
     #[inline]
-    fn still_full(&self) -> bool {
+    pub(crate) fn still_full(&self) -> bool {
+        if let Some(zero) = self.zero() {
+            return !zero.has_receivers() && !self.receivers_gone();
+        }
         let head = self.rx.position_for_waiter();
         let tail = self.tx.position();
         self.ring.is_full_at(head, tail) && !self.receivers_gone()
@@ -107,17 +135,20 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
 
     /// A blocked receiver's re-check, after registering and `fence(SeqCst)`.
     #[inline]
-    fn still_empty(&self) -> bool {
+    pub(crate) fn still_empty(&self) -> bool {
+        if let Some(zero) = self.zero() {
+            return !zero.has_senders() && !self.senders_gone();
+        }
         self.tx.position_for_waiter() == self.rx.position() && !self.senders_gone()
     }
 
     #[inline]
-    fn receivers_gone(&self) -> bool {
+    pub(crate) fn receivers_gone(&self) -> bool {
         self.rx_gone.load(Ordering::SeqCst) != 0
     }
 
     #[inline]
-    fn senders_gone(&self) -> bool {
+    pub(crate) fn senders_gone(&self) -> bool {
         self.tx_gone.load(Ordering::SeqCst) != 0
     }
 
@@ -142,6 +173,10 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     /// this unwinds, the message is still the caller's.
     #[inline]
     pub(crate) unsafe fn try_send_from(&self, msg: *const T) -> Result<(), Unsent> {
+        if let Some(zero) = self.zero() {
+            // SAFETY: our caller's contract.
+            return unsafe { self.zero_send_from(zero, msg, None) };
+        }
         if self.receivers_gone() {
             return Err(Unsent::Disconnected);
         }
@@ -199,6 +234,10 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     unsafe fn send_blocking(&self, msg: *const T, deadline: Option<Instant>) -> Result<(), Unsent> {
         // Borrowed, not cloned: no reference count moves per block.
         hook::with_current(|park| {
+            if let Some(zero) = self.zero() {
+                // SAFETY: our caller's contract.
+                return unsafe { self.zero_send_from(zero, msg, Some((park, deadline))) };
+            }
             let mut backoff = Backoff::new();
             loop {
                 // The attempt just made found the ring full. The deadline is
@@ -232,6 +271,13 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     /// registers after it finds the message in its re-check.
     #[inline]
     pub(crate) fn wake_receiver(&self) {
+        if self.zero.is_some() {
+            // A rendezvous woke its receiver as it handed the message over;
+            // a panic that had to wait for the caller to forget its copy
+            // goes on now.
+            rethrow_deferred();
+            return;
+        }
         // The message is published; a receiver may be waiting for it. A lone
         // side's publish is a plain store, so the list fences first.
         self.receivers
@@ -242,6 +288,17 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
 
     #[inline]
     pub(crate) fn try_recv(&self) -> Result<T, TryRecvError> {
+        if let Some(zero) = self.zero() {
+            return match zero.arrive(Side::Recv, None, None, &|| self.senders_gone()) {
+                Arrival::Served(Some(msg)) => {
+                    // A sender's waker that panicked: on with it now.
+                    rethrow_deferred();
+                    Ok(msg)
+                }
+                Arrival::Disconnected(_) => Err(TryRecvError::Disconnected),
+                _ => Err(TryRecvError::Empty),
+            };
+        }
         let mut backoff = Backoff::new();
         loop {
             match self.rx.claim(&self.ring, Turn::Consume) {
@@ -276,6 +333,9 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
 
     #[inline]
     pub(crate) fn recv(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
+        if self.zero.is_some() {
+            return self.zero_recv(deadline);
+        }
         match self.try_recv() {
             Ok(msg) => Ok(msg),
             Err(TryRecvError::Disconnected) => Err(RecvTimeoutError::Disconnected),
@@ -310,6 +370,91 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
         })
     }
 
+    // ---- zero capacity ---------------------------------------------------
+
+    /// A send on a zero-capacity channel, by pointer as `try_send_from` and
+    /// `send_from` are: a receiver that takes the message gets a bitwise
+    /// copy, and the caller forgets its own on `Ok`. Without a `park` it
+    /// does not wait: it completes only if a receiver is waiting.
+    ///
+    /// # Safety
+    /// As for [`try_send_from`](Chan::try_send_from).
+    #[cold]
+    unsafe fn zero_send_from(
+        &self,
+        zero: &Rendezvous<T, P::Lock>,
+        msg: *const T,
+        wait: Option<(&dyn Park, Option<Instant>)>,
+    ) -> Result<(), Unsent> {
+        // SAFETY: the caller vouches for `msg`; this copy is a duplicate
+        // that is either handed over (then the caller forgets its own) or
+        // forgotten below.
+        let copy = unsafe { std::ptr::read(msg) };
+        let gone = || self.receivers_gone();
+        let Some((park, deadline)) = wait else {
+            return match zero.arrive(Side::Send, Some(copy), None, &gone) {
+                Arrival::Served(_) => Ok(()),
+                Arrival::Nobody(back) => {
+                    std::mem::forget(back);
+                    Err(Unsent::Full)
+                }
+                Arrival::Disconnected(back) => {
+                    std::mem::forget(back);
+                    Err(Unsent::Disconnected)
+                }
+                Arrival::Queued(_) => unreachable!("no waker was given"),
+            };
+        };
+        match zero.wait(Side::Send, Some(copy), park, deadline, &gone, &|side| {
+            self.zero_queued(side)
+        }) {
+            Ok(_) => Ok(()),
+            Err((back, timed_out)) => {
+                std::mem::forget(back);
+                Err(if timed_out {
+                    Unsent::Timeout
+                } else {
+                    Unsent::Disconnected
+                })
+            }
+        }
+    }
+
+    /// A packet of `side` was queued in the rendezvous: selects and futures
+    /// of the other side wait on its waiter list for a partner to appear.
+    pub(crate) fn zero_queued(&self, side: Side) {
+        match side {
+            Side::Send => self.receivers.notify_one(true),
+            Side::Recv => self.senders.notify_one(true),
+        }
+    }
+
+    /// A blocking receive on a zero-capacity channel.
+    fn zero_recv(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
+        let zero = self.zero().expect("a zero-capacity channel");
+        hook::with_current(|park| {
+            zero.wait(
+                Side::Recv,
+                None,
+                park,
+                deadline,
+                &|| self.senders_gone(),
+                &|side| self.zero_queued(side),
+            )
+        })
+        .map(|got| {
+            rethrow_deferred();
+            got.expect("a served receiver has a message")
+        })
+        .map_err(|(_, timed_out)| {
+            if timed_out {
+                RecvTimeoutError::Timeout
+            } else {
+                RecvTimeoutError::Disconnected
+            }
+        })
+    }
+
     // ---- endpoints -------------------------------------------------------
 
     pub(crate) fn attach_sender(&self) {
@@ -325,6 +470,9 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
             self.tx_gone.store(1, Ordering::SeqCst);
             fence(Ordering::SeqCst);
             self.receivers.notify_all();
+            if let Some(zero) = self.zero() {
+                zero.dismiss(Side::Recv);
+            }
             // No sender will wait again: let go of a kept waker.
             self.senders.retire();
         }
@@ -335,6 +483,9 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
             self.rx_gone.store(1, Ordering::SeqCst);
             fence(Ordering::SeqCst);
             self.senders.notify_all();
+            if let Some(zero) = self.zero() {
+                zero.dismiss(Side::Send);
+            }
             // No receiver will wait again: let go of a kept waker.
             self.receivers.retire();
             // Nobody will receive what is buffered: drop it now rather than

@@ -17,7 +17,7 @@ use crate::{Cas, ManyConsumers, ManyProducers, Mode, Protocol};
 /// Usually named through a mode module, e.g. [`mpmc::Sender<T>`](crate::mpmc::Sender).
 /// It is `Clone` (and `Sync`) only in the modes with many producers.
 pub struct Sender<T, M: Mode, P: Protocol = Cas> {
-    chan: Arc<Chan<T, M, P>>,
+    pub(crate) chan: Arc<Chan<T, M, P>>,
     _share: PhantomData<M::TxShare>,
 }
 
@@ -26,16 +26,17 @@ pub struct Sender<T, M: Mode, P: Protocol = Cas> {
 /// Usually named through a mode module, e.g. [`mpmc::Receiver<T>`](crate::mpmc::Receiver).
 /// It is `Clone` (and `Sync`) only in the modes with many consumers.
 pub struct Receiver<T, M: Mode, P: Protocol = Cas> {
-    chan: Arc<Chan<T, M, P>>,
+    pub(crate) chan: Arc<Chan<T, M, P>>,
     _share: PhantomData<M::RxShare>,
 }
 
 /// Creates a channel of mode `M` and protocol `P` holding up to `capacity`
 /// messages.
 ///
-/// # Panics
-/// If `capacity` is 0: channels are bounded ring buffers and need at least
-/// one slot.
+/// A `capacity` of 0 makes a rendezvous channel, with Go's unbuffered
+/// semantics: a send completes only when a receiver takes the message
+/// (`try_send` only if a receiver is already waiting), and `len()` is
+/// always 0.
 pub fn bounded_in<T, M: Mode, P: Protocol>(
     capacity: usize,
 ) -> (Sender<T, M, P>, Receiver<T, M, P>) {

@@ -41,9 +41,12 @@ mod chan;
 mod claim;
 mod endpoint;
 mod error;
+mod future;
 pub mod hook;
 mod lock;
+mod rendezvous;
 mod ring;
+mod select;
 #[doc(hidden)]
 pub mod sync;
 pub mod updt;
@@ -52,6 +55,12 @@ mod waker;
 pub use endpoint::{bounded_in, IntoIter, Iter, Receiver, Sender, TryIter};
 pub use error::{
     RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
+};
+pub use future::{RecvFuture, SendFuture};
+#[doc(hidden)]
+pub use select::__private;
+pub use select::{
+    ReadyTimeoutError, Select, SelectTimeoutError, SelectedOperation, TryReadyError, TrySelectError,
 };
 
 mod sealed {
@@ -187,8 +196,9 @@ macro_rules! mode_module {
             /// A channel of this mode holding up to `capacity` messages,
             /// synchronised by compare-and-swap.
             ///
-            /// # Panics
-            /// If `capacity` is 0: the ring needs at least one slot.
+            /// A `capacity` of 0 makes a rendezvous channel: a send completes
+            /// only when a receiver takes the message, as on Go's unbuffered
+            /// channels.
             pub fn bounded<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
                 crate::bounded_in(capacity)
             }
@@ -196,8 +206,9 @@ macro_rules! mode_module {
             /// A channel of this mode holding up to `capacity` messages,
             /// synchronised by protocol `P` ([`Cas`] or [`Updt`](crate::Updt)).
             ///
-            /// # Panics
-            /// If `capacity` is 0: the ring needs at least one slot.
+            /// A `capacity` of 0 makes a rendezvous channel: a send completes
+            /// only when a receiver takes the message, as on Go's unbuffered
+            /// channels.
             pub fn bounded_with<T, P: Protocol>(capacity: usize) -> (Sender<T, P>, Receiver<T, P>) {
                 crate::bounded_in(capacity)
             }

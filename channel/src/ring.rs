@@ -73,7 +73,7 @@ impl<T> Ring<T> {
     pub(crate) fn new(capacity: usize) -> Self {
         assert!(
             capacity >= 1,
-            "channel capacity must be at least 1 (got 0); swco has no rendezvous channels"
+            "a ring needs at least one slot (zero-capacity channels use a rendezvous)"
         );
         assert!(
             capacity <= usize::MAX / 4,

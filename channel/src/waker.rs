@@ -59,6 +59,17 @@ pub trait Waiters: Send + Sync + 'static {
     /// wake this waiter was chosen for is handed on.
     fn abandon(&self, ticket: Self::Ticket);
 
+    /// For a waiter that polls instead of parking (an async future), which
+    /// still holds `ticket` when polled again: whether that registration
+    /// still stands and wakes `park`, so that the poll may retry its
+    /// operation while registered and, if still blocked, keep the ticket
+    /// rather than leave and register again. `false` (the default) always
+    /// makes it leave first.
+    fn stands(&self, ticket: Self::Ticket, park: &dyn Park) -> bool {
+        let _ = (ticket, park);
+        false
+    }
+
     /// Called by the peer after it made progress: wakes one waiter, if any.
     /// `fence` is `true` when the progress was a plain store (a lone side):
     /// the list then issues the `fence(SeqCst)` of invariant 3 itself,
@@ -516,6 +527,21 @@ impl<const LONE_WAKER: bool> Waiters for WaiterSlot<LONE_WAKER> {
         self.leave(ticket);
     }
 
+    fn stands(&self, ticket: SlotTicket, park: &dyn Park) -> bool {
+        // A registration in the slot is not ended by a wake, only by the
+        // waiter leaving: every progress of the peer since it was made (and
+        // its fence and re-check) wakes the kept waker. Leaving and
+        // registering again would wake the queued waiters for nothing, and a
+        // queued future of the same task would then wake the task again, for
+        // ever. A queued waiter was taken off the queue by the wake, if any.
+        matches!(ticket, SlotTicket::Slot)
+            // SAFETY: as in `register`: we are the waiter side, the only
+            // writer of the cell.
+            && self
+                .waker
+                .with(|w| unsafe { &*w }.as_ref().is_some_and(|w| park.will_wake(w)))
+    }
+
     #[inline]
     fn notify_one(&self, fence_first: bool) {
         self.notify(fence_first);
@@ -529,11 +555,13 @@ impl<const LONE_WAKER: bool> Waiters for WaiterSlot<LONE_WAKER> {
     }
 
     fn retire(&self) {
-        debug_assert_eq!(
-            self.waiting.load(Ordering::Relaxed),
-            0,
-            "retired while waited on"
-        );
+        // Nobody waits here any more, normally: the side's last endpoint is
+        // gone. But a leaked async waiter (a pending `SendFuture` or
+        // `RecvFuture` passed to `mem::forget`) is still registered: take it
+        // out, so that (as in `replace_waker`) a waker that loads `waiting`
+        // after the quiesce below leaves the cell alone.
+        // Relaxed: as in `leave`.
+        self.waiting.store(0, Ordering::Relaxed);
         self.quiesce();
         // SAFETY: as in `replace_waker`; and nobody will register again.
         let old = self.waker.with_mut(|w| unsafe { (*w).take() });

@@ -1,6 +1,6 @@
 //! Every mode × protocol: several producers and consumers over capacities
-//! 1, 2 and 8, so blocking happens all the time. Checks that every message
-//! arrives exactly once, in FIFO order per producer as seen by each consumer,
+//! 0 (rendezvous), 1, 2 and 8, so blocking happens all the time. Checks
+//! that every message arrives exactly once, in FIFO order per producer as seen by each consumer,
 //! that `len() <= capacity()` whenever observed, and that nothing leaks.
 
 mod common;
@@ -76,7 +76,7 @@ macro_rules! exactly_once_tests {
     ($($name:ident: $module:ident, $proto:ty, producers $np:literal, consumers $nc:literal, $clone_tx:ident, $clone_rx:ident;)*) => {$(
         #[test]
         fn $name() {
-            for capacity in [1, 2, 8] {
+            for capacity in [0, 1, 2, 8] {
                 let census = Census::new();
                 let (tx, rx) = $module::bounded_with::<Msg, $proto>(capacity);
                 let txs = exactly_once_tests!(@many $clone_tx, tx, $np);

@@ -47,9 +47,13 @@ macro_rules! for_every_channel {
             }
 
             #[test]
-            #[should_panic(expected = "capacity must be at least 1")]
-            fn zero_capacity_panics() {
-                let _ = make::<u8>(0);
+            fn zero_capacity_is_a_rendezvous() {
+                let (tx, rx) = make::<u8>(0);
+                assert_eq!(tx.capacity(), 0);
+                assert_eq!(rx.len(), 0);
+                // Nobody waits on the other side.
+                assert_eq!(tx.try_send(1), Err(TrySendError::Full(1)));
+                assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
             }
 
             #[test]

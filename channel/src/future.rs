@@ -1,0 +1,618 @@
+//! Async endpoints: [`Sender::send_async`] and [`Receiver::recv_async`].
+//!
+//! A future waits exactly as a blocking operation does (invariant 3 of
+//! `chan.rs`), except that "park" is "return `Pending`, keeping the ticket":
+//!
+//! * **poll**: if the previous poll left a ticket, [`leave`] it first: the
+//!   attempt that follows uses any wake it was chosen for. (Unless the
+//!   registration [`stands`]: a lone side's slot, still holding this task's
+//!   waker, is armed until its waiter leaves, so the future retries while
+//!   registered, and stays registered if still blocked. Leaving would wake
+//!   the waiters queued behind it for nothing, and one of those may be a
+//!   future of this same task: it would wake the task again, for ever.)
+//!   Then try the operation. If it would block, register the task's waker
+//!   on the side's waiters (through [`TaskPark`], so [`Waiters::register`]
+//!   and the peer's wake path are the blocking ones, unchanged),
+//!   `fence(SeqCst)`, re-check; still blocked: keep the ticket and return
+//!   `Pending`; else leave and try again.
+//! * **drop** with a ticket held: [`abandon`] it. No registration is left
+//!   behind to swallow a later wake-one, and a wake this future was chosen
+//!   for is handed on to the next waiter, so dropping a pending future (a
+//!   lost `select!` branch, a timeout) loses neither a wake-up nor a
+//!   message: a receive future returns every message it takes out of the
+//!   ring, at once, and a send future puts its message in only when it
+//!   returns `Ready(Ok)`.
+//!
+//! Each poll registers the waker of *that* poll, so a task that moves, or a
+//! future polled under different wakers, is always woken through the current
+//! one.
+//!
+//! On a zero-capacity (rendezvous) channel a pending future waits with a
+//! packet queued in the rendezvous instead (a send future's holds its
+//! message), so two futures, or a future and a select, on the two ends
+//! meet. A dropped send future takes its packet (and message) back unless a
+//! receiver took it; a dropped receive future that was already handed a
+//! message passes it on to the next receiver (`Rendezvous::reoffer`): the
+//! sender was told it was delivered, and it is never lost.
+//!
+//! [`leave`]: Waiters::leave
+//! [`stands`]: Waiters::stands
+//! [`abandon`]: Waiters::abandon
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+use std::time::Instant;
+
+use crate::chan::Unsent;
+use crate::error::{RecvError, SendError, TryRecvError};
+use crate::hook::Park;
+use crate::rendezvous::{rethrow_deferred, Arrival, Packet, Settled, Side};
+use crate::sync::{fence, Arc, Ordering};
+use crate::waker::Waiters;
+use crate::{Cas, Mode, Protocol, Receiver, Sender};
+
+/// What a pending send future holds: its registration among blocked senders.
+type TxTicket<M, P> = <<M as Mode>::TxWait<P> as Waiters>::Ticket;
+/// What a pending receive future holds: its registration among blocked
+/// receivers.
+type RxTicket<M, P> = <<M as Mode>::RxWait<P> as Waiters>::Ticket;
+
+/// The [`Park`] of a task: hands the waiter lists the waker of the poll in
+/// progress. Futures never park; they return `Pending` instead.
+struct TaskPark<'a>(&'a Waker);
+
+impl Park for TaskPark<'_> {
+    fn waker(&self) -> Waker {
+        self.0.clone()
+    }
+
+    fn will_wake(&self, waker: &Waker) -> bool {
+        waker.will_wake(self.0)
+    }
+
+    fn park(&self, _deadline: Option<Instant>) {
+        // Never called: the futures register through `Waiters::register`
+        // and return `Pending` rather than park. Returning at once is a
+        // spurious wake-up, which `park`'s contract allows anyway.
+    }
+
+    fn spin_before_park(&self) -> bool {
+        false
+    }
+}
+
+/// Registers the task on `waiters`, fences, and re-checks (invariant 3).
+/// Returns the ticket if the operation is still blocked (the caller keeps it
+/// and returns `Pending`), or `None` after leaving if the peer made progress
+/// (or disconnected) in between (the caller retries).
+#[inline]
+fn register<W: Waiters>(
+    waiters: &W,
+    waker: &Waker,
+    still_blocked: impl FnOnce() -> bool,
+) -> Option<W::Ticket> {
+    let ticket = waiters.register(&TaskPark(waker));
+    fence(Ordering::SeqCst);
+    if still_blocked() {
+        Some(ticket)
+    } else {
+        waiters.leave(ticket);
+        None
+    }
+}
+
+impl<T, M: Mode, P: Protocol> Sender<T, M, P> {
+    /// Sends `msg` asynchronously: the returned future completes once the
+    /// message is in the channel, waiting (as `Pending`, not by blocking the
+    /// thread) while the channel is full.
+    ///
+    /// Fails, giving the message back in the [`SendError`], once every
+    /// receiver is gone.
+    ///
+    /// The future works with any executor, and alongside blocking users of
+    /// the same channel (threads, swco coroutines) on either side.
+    ///
+    /// **Cancel safety.** Dropping the future before it completes drops the
+    /// message, which was never in the channel; it does not lose a wake-up
+    /// (a free slot it was woken for is handed on to another waiting
+    /// sender). To keep the message when giving up, use
+    /// [`try_send`](Sender::try_send) instead.
+    ///
+    /// Leaking a pending future (`std::mem::forget`) is memory-safe but
+    /// leaves its registration behind: it can swallow a wake-up meant for
+    /// another sender, and on a side with one endpoint, later waits of that
+    /// endpoint queue behind it and are not woken by the peer.
+    ///
+    /// ```
+    /// # use std::future::Future;
+    /// # use std::sync::Arc;
+    /// # use std::task::{Context, Poll, Wake, Waker};
+    /// # use std::thread::{self, Thread};
+    /// # struct Unpark(Thread);
+    /// # impl Wake for Unpark {
+    /// #     fn wake(self: Arc<Self>) { self.0.unpark() }
+    /// # }
+    /// # /// A minimal executor: polls on this thread, parks it while pending.
+    /// # fn block_on<F: Future>(fut: F) -> F::Output {
+    /// #     let mut fut = std::pin::pin!(fut);
+    /// #     let waker = Waker::from(Arc::new(Unpark(thread::current())));
+    /// #     let mut cx = Context::from_waker(&waker);
+    /// #     loop {
+    /// #         if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) { return out; }
+    /// #         thread::park();
+    /// #     }
+    /// # }
+    /// let (tx, rx) = swco_channel::mpsc::bounded(1);
+    /// // A blocking consumer on a plain thread.
+    /// let consumer = std::thread::spawn(move || rx.iter().sum::<u32>());
+    /// block_on(async {
+    ///     for i in 0..10 {
+    ///         tx.send_async(i).await.unwrap();
+    ///     }
+    /// });
+    /// drop(tx);
+    /// assert_eq!(consumer.join().unwrap(), 45);
+    /// ```
+    pub fn send_async(&self, msg: T) -> SendFuture<'_, T, M, P> {
+        SendFuture {
+            tx: self,
+            msg: Some(msg),
+            ticket: None,
+            packet: None,
+        }
+    }
+}
+
+impl<T, M: Mode, P: Protocol> Receiver<T, M, P> {
+    /// Receives a message asynchronously: the returned future completes with
+    /// the next message, waiting (as `Pending`, not by blocking the thread)
+    /// while the channel is empty.
+    ///
+    /// Once every sender is gone, buffered messages are still delivered, then
+    /// the future completes with [`RecvError`].
+    ///
+    /// The future works with any executor, and alongside blocking users of
+    /// the same channel (threads, swco coroutines) on either side.
+    ///
+    /// **Cancel safety.** Dropping the future before it completes loses no
+    /// message: it takes a message out of the channel only in the poll that
+    /// returns it. Nor does it lose a wake-up: a message it was woken for is
+    /// left in the channel, and the wake handed on to another waiting
+    /// receiver. So `recv_async` can be used in a `select!` loop.
+    ///
+    /// Leaking a pending future (`std::mem::forget`) is memory-safe but
+    /// leaves its registration behind: it can swallow a wake-up meant for
+    /// another receiver, and on a side with one endpoint, later waits of that
+    /// endpoint queue behind it and are not woken by the peer.
+    ///
+    /// ```
+    /// # use std::future::Future;
+    /// # use std::sync::Arc;
+    /// # use std::task::{Context, Poll, Wake, Waker};
+    /// # use std::thread::{self, Thread};
+    /// # struct Unpark(Thread);
+    /// # impl Wake for Unpark {
+    /// #     fn wake(self: Arc<Self>) { self.0.unpark() }
+    /// # }
+    /// # /// A minimal executor: polls on this thread, parks it while pending.
+    /// # fn block_on<F: Future>(fut: F) -> F::Output {
+    /// #     let mut fut = std::pin::pin!(fut);
+    /// #     let waker = Waker::from(Arc::new(Unpark(thread::current())));
+    /// #     let mut cx = Context::from_waker(&waker);
+    /// #     loop {
+    /// #         if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) { return out; }
+    /// #         thread::park();
+    /// #     }
+    /// # }
+    /// use swco_channel::{spmc, RecvError, Updt};
+    ///
+    /// let (tx, rx) = spmc::bounded_with::<u32, Updt>(1);
+    /// // A blocking producer on a plain thread.
+    /// std::thread::spawn(move || for i in 0..10 { tx.send(i).unwrap() });
+    /// let sum = block_on(async {
+    ///     let mut sum = 0;
+    ///     while let Ok(i) = rx.recv_async().await {
+    ///         sum += i;
+    ///     }
+    ///     sum
+    /// });
+    /// assert_eq!(sum, 45);
+    /// assert_eq!(block_on(rx.recv_async()), Err(RecvError));
+    /// ```
+    pub fn recv_async(&self) -> RecvFuture<'_, T, M, P> {
+        RecvFuture {
+            rx: self,
+            ticket: None,
+            done: false,
+            packet: None,
+        }
+    }
+}
+
+/// The future of [`Sender::send_async`]: sends one message, waiting while
+/// the channel is full.
+///
+/// Resolves to `Ok(())` once the message is in the channel, or to
+/// `Err(SendError(msg))`, giving the message back, if every receiver is
+/// gone. Dropping it before then drops the message (it was never sent) and
+/// loses no wake-up. It borrows the sender, holds the message inline, and is
+/// `Unpin`.
+///
+/// ```
+/// # use std::future::Future;
+/// # use std::sync::Arc;
+/// # use std::task::{Context, Poll, Wake, Waker};
+/// # use std::thread::{self, Thread};
+/// # struct Unpark(Thread);
+/// # impl Wake for Unpark {
+/// #     fn wake(self: Arc<Self>) { self.0.unpark() }
+/// # }
+/// # fn block_on<F: Future>(fut: F) -> F::Output {
+/// #     let mut fut = std::pin::pin!(fut);
+/// #     let waker = Waker::from(Arc::new(Unpark(thread::current())));
+/// #     let mut cx = Context::from_waker(&waker);
+/// #     loop {
+/// #         if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) { return out; }
+/// #         thread::park();
+/// #     }
+/// # }
+/// use swco_channel::{mpmc, SendFuture, Mpmc, Cas};
+///
+/// let (tx, rx) = mpmc::bounded::<String>(1);
+/// let fut: SendFuture<'_, String, Mpmc, Cas> = tx.send_async("hi".to_string());
+/// block_on(fut).unwrap();
+/// drop(rx);
+/// // No receiver left: the message comes back.
+/// let err = block_on(tx.send_async("bye".to_string())).unwrap_err();
+/// assert_eq!(err.into_inner(), "bye");
+/// ```
+#[must_use = "futures do nothing unless you `.await` or poll them"]
+pub struct SendFuture<'a, T, M: Mode, P: Protocol = Cas> {
+    tx: &'a Sender<T, M, P>,
+    /// The message, until it is in the channel or handed back.
+    msg: Option<T>,
+    /// Held between a `Pending` and the next poll (or the drop).
+    ticket: Option<TxTicket<M, P>>,
+    /// On a zero-capacity channel: the packet (holding the message) queued
+    /// in the rendezvous, between a `Pending` and the next poll.
+    packet: Option<Arc<Packet<T>>>,
+}
+
+// The message is never pinned: it is only read (copied into the ring) and
+// moved out, through `&mut Self`, so moving the future moves nothing that is
+// pinned (as for `std::future::Ready<T>`).
+impl<T, M: Mode, P: Protocol> Unpin for SendFuture<'_, T, M, P> {}
+
+impl<T, M: Mode, P: Protocol> SendFuture<'_, T, M, P> {
+    /// One attempt to put the message in the ring. On `Ok` the ring owns
+    /// it, and `self.msg` is empty.
+    fn try_send(&mut self) -> Result<(), Unsent> {
+        let msg: *const T = self
+            .msg
+            .as_ref()
+            .expect("SendFuture polled after completion");
+        // SAFETY: `msg` points to the message in `self.msg`, which is ours
+        // and does not move during the call. On `Ok` the ring holds a
+        // bitwise copy and we forget ours at once, before anything else can
+        // observe it; on `Err`, and if this unwinds, it is still ours (and
+        // still in `self.msg`, dropped with the future).
+        let outcome = unsafe { self.tx.chan.try_send_from(msg) };
+        if outcome.is_ok() {
+            // The ring owns the message now: take ours out without dropping
+            // it, before anyone is woken (a waker may panic, and this copy
+            // must not be dropped as that unwinds).
+            std::mem::forget(self.msg.take());
+        }
+        outcome
+    }
+
+    /// Ends the send after an attempt that did not find the ring full.
+    fn finish(&mut self, outcome: Result<(), Unsent>) -> Poll<Result<(), SendError<T>>> {
+        match outcome {
+            Ok(()) => {
+                self.tx.chan.wake_receiver();
+                Poll::Ready(Ok(()))
+            }
+            Err(Unsent::Disconnected) => {
+                let msg = self.msg.take().expect("still ours");
+                Poll::Ready(Err(SendError(msg)))
+            }
+            Err(Unsent::Full | Unsent::Timeout) => unreachable!("not an end: {outcome:?}"),
+        }
+    }
+}
+
+impl<T, M: Mode, P: Protocol> Future for SendFuture<'_, T, M, P> {
+    type Output = Result<(), SendError<T>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let tx = this.tx;
+        if tx.chan.zero().is_some() {
+            return this.poll_zero(cx);
+        }
+        let senders = &*tx.chan.senders;
+        if let Some(ticket) = this.ticket.take() {
+            if senders.stands(ticket, &TaskPark(cx.waker())) {
+                // Still registered through this task's waker (a lone
+                // sender's slot): try again without leaving, and stay
+                // registered if the ring is still full.
+                match this.try_send() {
+                    Err(Unsent::Full) => {
+                        this.ticket = Some(ticket);
+                        return Poll::Pending;
+                    }
+                    outcome => {
+                        senders.leave(ticket);
+                        return this.finish(outcome);
+                    }
+                }
+            }
+            // The attempt below uses any free slot we were woken for.
+            senders.leave(ticket);
+        }
+        loop {
+            match this.try_send() {
+                Err(Unsent::Full) => {}
+                outcome => return this.finish(outcome),
+            }
+            if let Some(ticket) = register(senders, cx.waker(), || tx.chan.still_full()) {
+                this.ticket = Some(ticket);
+                return Poll::Pending;
+            }
+            // A receiver freed a slot (or left) in between: try again.
+        }
+    }
+}
+
+impl<T, M: Mode, P: Protocol> SendFuture<'_, T, M, P> {
+    /// `poll` on a zero-capacity channel.
+    fn poll_zero(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), SendError<T>>> {
+        let chan = &*self.tx.chan;
+        let zero = chan.zero().expect("a zero-capacity channel");
+        if let Some(packet) = &self.packet {
+            loop {
+                match zero.look(packet) {
+                    Settled::Waiting => {
+                        if zero.rewake(packet, cx.waker()) {
+                            return Poll::Pending;
+                        }
+                    }
+                    Settled::Done(_) => {
+                        self.packet = None;
+                        return Poll::Ready(Ok(()));
+                    }
+                    Settled::Dismissed(back) => {
+                        self.packet = None;
+                        let msg = back.expect("a sender's message");
+                        return Poll::Ready(Err(SendError(msg)));
+                    }
+                }
+            }
+        }
+        let msg = self.msg.take().expect("SendFuture polled after completion");
+        let waker = || cx.waker().clone();
+        match zero.arrive(Side::Send, Some(msg), Some(&waker), &|| {
+            chan.receivers_gone()
+        }) {
+            Arrival::Served(_) => {
+                rethrow_deferred();
+                Poll::Ready(Ok(()))
+            }
+            Arrival::Disconnected(back) => {
+                Poll::Ready(Err(SendError(back.expect("a sender's message"))))
+            }
+            Arrival::Queued(packet) => {
+                self.packet = Some(packet);
+                chan.zero_queued(Side::Send);
+                Poll::Pending
+            }
+            Arrival::Nobody(_) => unreachable!("a waker was given"),
+        }
+    }
+}
+
+impl<T, M: Mode, P: Protocol> Drop for SendFuture<'_, T, M, P> {
+    fn drop(&mut self) {
+        if let Some(packet) = self.packet.take() {
+            let zero = self.tx.chan.zero().expect("a zero-capacity channel");
+            // Taken back unless a receiver took it first; an unsent message
+            // is dropped here, with the future.
+            drop(zero.withdraw(Side::Send, &packet));
+        }
+        if let Some(ticket) = self.ticket.take() {
+            // No retry follows: hand on a free slot we were woken for. The
+            // unsent message (if any) is dropped with `self.msg`.
+            self.tx.chan.senders.abandon(ticket);
+        }
+    }
+}
+
+impl<T, M: Mode, P: Protocol> fmt::Debug for SendFuture<'_, T, M, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SendFuture")
+            .field("tx", self.tx)
+            .field(
+                "sent_or_failed",
+                &(self.msg.is_none() && self.packet.is_none()),
+            )
+            .field("waiting", &self.ticket.is_some())
+            .finish()
+    }
+}
+
+/// The future of [`Receiver::recv_async`]: receives one message, waiting
+/// while the channel is empty.
+///
+/// Resolves to `Ok(msg)`, or to `Err(RecvError)` once the channel is empty
+/// and every sender is gone. Dropping it before then loses no message and no
+/// wake-up. It borrows the receiver and is `Unpin`.
+///
+/// ```
+/// # use std::future::Future;
+/// # use std::sync::Arc;
+/// # use std::task::{Context, Poll, Wake, Waker};
+/// # use std::thread::{self, Thread};
+/// # struct Unpark(Thread);
+/// # impl Wake for Unpark {
+/// #     fn wake(self: Arc<Self>) { self.0.unpark() }
+/// # }
+/// # fn block_on<F: Future>(fut: F) -> F::Output {
+/// #     let mut fut = std::pin::pin!(fut);
+/// #     let waker = Waker::from(Arc::new(Unpark(thread::current())));
+/// #     let mut cx = Context::from_waker(&waker);
+/// #     loop {
+/// #         if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) { return out; }
+/// #         thread::park();
+/// #     }
+/// # }
+/// use swco_channel::{spsc, RecvFuture, Spsc, Updt};
+///
+/// let (tx, rx) = spsc::bounded_with::<u8, Updt>(4);
+/// tx.send(7).unwrap();
+/// let fut: RecvFuture<'_, u8, Spsc, Updt> = rx.recv_async();
+/// assert_eq!(block_on(fut), Ok(7));
+/// ```
+#[must_use = "futures do nothing unless you `.await` or poll them"]
+pub struct RecvFuture<'a, T, M: Mode, P: Protocol = Cas> {
+    rx: &'a Receiver<T, M, P>,
+    /// Held between a `Pending` and the next poll (or the drop).
+    ticket: Option<RxTicket<M, P>>,
+    /// Set once the future has resolved.
+    done: bool,
+    /// On a zero-capacity channel: the packet queued in the rendezvous,
+    /// between a `Pending` and the next poll.
+    packet: Option<Arc<Packet<T>>>,
+}
+
+// Nothing in it is ever pinned (a ticket is plain data, `Copy`).
+impl<T, M: Mode, P: Protocol> Unpin for RecvFuture<'_, T, M, P> {}
+
+impl<T, M: Mode, P: Protocol> Future for RecvFuture<'_, T, M, P> {
+    type Output = Result<T, RecvError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        assert!(!this.done, "RecvFuture polled after completion");
+        let chan = &*this.rx.chan;
+        if let Some(zero) = chan.zero() {
+            let outcome = this.poll_zero(zero, cx);
+            this.done = outcome.is_ready();
+            return outcome;
+        }
+        let receivers = &*chan.receivers;
+        if let Some(ticket) = this.ticket.take() {
+            if receivers.stands(ticket, &TaskPark(cx.waker())) {
+                // Still registered through this task's waker (a lone
+                // receiver's slot): try again without leaving, and stay
+                // registered if the ring is still empty.
+                let outcome = chan.try_recv();
+                if let Err(TryRecvError::Empty) = outcome {
+                    this.ticket = Some(ticket);
+                    return Poll::Pending;
+                }
+                this.done = true;
+                receivers.leave(ticket);
+                return Poll::Ready(outcome.map_err(|_| RecvError));
+            }
+            // The attempt below uses any message we were woken for.
+            receivers.leave(ticket);
+        }
+        loop {
+            match chan.try_recv() {
+                Ok(msg) => {
+                    this.done = true;
+                    return Poll::Ready(Ok(msg));
+                }
+                Err(TryRecvError::Disconnected) => {
+                    this.done = true;
+                    return Poll::Ready(Err(RecvError));
+                }
+                Err(TryRecvError::Empty) => {}
+            }
+            if let Some(ticket) = register(receivers, cx.waker(), || chan.still_empty()) {
+                this.ticket = Some(ticket);
+                return Poll::Pending;
+            }
+            // A sender published (or the senders left) in between: try again.
+        }
+    }
+}
+
+impl<T, M: Mode, P: Protocol> RecvFuture<'_, T, M, P> {
+    /// `poll` on a zero-capacity channel.
+    fn poll_zero(
+        &mut self,
+        zero: &crate::rendezvous::Rendezvous<T, P::Lock>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<T, RecvError>> {
+        let chan = &*self.rx.chan;
+        if let Some(packet) = &self.packet {
+            loop {
+                match zero.look(packet) {
+                    Settled::Waiting => {
+                        if zero.rewake(packet, cx.waker()) {
+                            return Poll::Pending;
+                        }
+                    }
+                    Settled::Done(got) => {
+                        self.packet = None;
+                        return Poll::Ready(Ok(got.expect("a served receiver has a message")));
+                    }
+                    Settled::Dismissed(_) => {
+                        self.packet = None;
+                        return Poll::Ready(Err(RecvError));
+                    }
+                }
+            }
+        }
+        let waker = || cx.waker().clone();
+        match zero.arrive(Side::Recv, None, Some(&waker), &|| chan.senders_gone()) {
+            Arrival::Served(got) => {
+                let msg = got.expect("a served receiver has a message");
+                rethrow_deferred();
+                Poll::Ready(Ok(msg))
+            }
+            Arrival::Disconnected(_) => Poll::Ready(Err(RecvError)),
+            Arrival::Queued(packet) => {
+                self.packet = Some(packet);
+                chan.zero_queued(Side::Recv);
+                Poll::Pending
+            }
+            Arrival::Nobody(_) => unreachable!("a waker was given"),
+        }
+    }
+}
+
+impl<T, M: Mode, P: Protocol> Drop for RecvFuture<'_, T, M, P> {
+    fn drop(&mut self) {
+        if let Some(packet) = self.packet.take() {
+            let chan = &*self.rx.chan;
+            let zero = chan.zero().expect("a zero-capacity channel");
+            if let Settled::Done(Some(msg)) = zero.withdraw(Side::Recv, &packet) {
+                // Handed a message, then dropped: it goes on to the next
+                // receiver rather than be lost (we are still a receiver).
+                if zero.reoffer(msg, &|| false) {
+                    chan.zero_queued(Side::Send);
+                }
+            }
+        }
+        if let Some(ticket) = self.ticket.take() {
+            // No retry follows: hand on a message we were woken for (it is
+            // still in the channel).
+            self.rx.chan.receivers.abandon(ticket);
+        }
+    }
+}
+
+impl<T, M: Mode, P: Protocol> fmt::Debug for RecvFuture<'_, T, M, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecvFuture")
+            .field("rx", self.rx)
+            .field("done", &self.done)
+            .field("waiting", &self.ticket.is_some())
+            .finish()
+    }
+}

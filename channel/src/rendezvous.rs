@@ -1,0 +1,464 @@
+//! Zero-capacity (rendezvous) channels: Go's unbuffered semantics.
+//!
+//! A `bounded(0)` channel has no ring to hold a message: a send completes
+//! only when a receiver takes the value. A party that cannot complete at
+//! once waits with a [`Packet`] queued here: a blocked sender's packet holds
+//! its message, a blocked receiver's an empty place for one. The peer that
+//! arrives next pops the oldest packet of the other side, moves the message
+//! (into or out of the packet), marks the packet done and wakes its owner.
+//!
+//! # Invariants
+//!
+//! 1. **Exactly once.** A message moves only under the rendezvous lock, and
+//!    a packet is taken by at most one peer: it sits in one queue at most,
+//!    and leaves it under the lock, popped by a peer (then `DONE`), taken
+//!    back by its owner (timeout, unwinding), or dismissed by
+//!    disconnection (then `DISMISSED`).
+//! 2. **No lost wake-up.** A packet's owner makes its waker before queuing
+//!    the packet, and looks at the packet's state before every park; the
+//!    peer settles the state under the lock, then wakes the owner. A wake
+//!    that lands before the park makes the park return at once (the
+//!    [`Park`] contract).
+//! 3. **An owner leaves only with its packet settled:** it saw `DONE` or
+//!    `DISMISSED`, or took the packet out of its queue itself, under the
+//!    lock. So no peer touches a packet after its owner has let go of it;
+//!    the packet is reference-counted all the same, so an owner that is
+//!    gone (a dropped future) never leaves a peer with a dangling pointer.
+//! 4. **Disconnection** stores the side's flag, then dismisses every packet
+//!    of the other side under the lock. A party checks the flag under the
+//!    same lock before queuing, so it either sees the flag or is dismissed.
+//! 5. **Add-only friendly.** The lock is the protocol's lock (an add-only
+//!    claim for `Updt`), and the only words read outside it are
+//!    [`UpdtCell`]s (loads and stores), so an `Updt` rendezvous channel
+//!    uses no CAS, swap or fetch-and-add-with-result.
+
+use std::any::Any;
+use std::cell::Cell;
+use std::collections::VecDeque;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::task::Waker;
+use std::time::Instant;
+
+use crate::hook::Park;
+use crate::lock::RawLock;
+use crate::sync::{Arc, Ordering, UnsafeCell};
+use crate::updt::UpdtCell;
+
+thread_local! {
+    /// A panic caught where unwinding would drop a message twice, to go on
+    /// once the message is settled. Set and taken with no suspension in
+    /// between, so by the same coroutine.
+    static DEFERRED: Cell<Option<Box<dyn Any + Send>>> = const { Cell::new(None) };
+}
+
+fn defer(payload: Box<dyn Any + Send>) {
+    DEFERRED.with(|d| {
+        // A second panic while one waits: keep the first, drop this one.
+        if let Some(first) = d.take() {
+            d.set(Some(first));
+        } else {
+            d.set(Some(payload));
+        }
+    });
+}
+
+/// Goes on with a panic deferred by this thread's last rendezvous
+/// operation, if any. Called once the operation's message is settled.
+pub(crate) fn rethrow_deferred() {
+    if let Some(payload) = DEFERRED.with(Cell::take) {
+        resume_unwind(payload);
+    }
+}
+
+/// A queued packet's owner has not been served yet.
+const WAITING: usize = 0;
+/// A peer took the message (a sender's packet) or put one in (a
+/// receiver's).
+const DONE: usize = 1;
+/// The other side disconnected while the packet was queued.
+const DISMISSED: usize = 2;
+
+/// A waiting party's place in the rendezvous.
+pub(crate) struct Packet<T> {
+    /// `WAITING`, `DONE` or `DISMISSED`; stored under the lock (Release),
+    /// loaded by the owner without it (Acquire).
+    state: UpdtCell,
+    /// A sender's message, or the place for a receiver's. Touched under the
+    /// lock, or by the owner once `state` is no longer `WAITING`.
+    msg: UnsafeCell<Option<T>>,
+    /// Wakes the owner. Replaced (under the lock) when an async owner is
+    /// polled with another waker.
+    waker: UnsafeCell<Waker>,
+}
+
+// SAFETY: the cells are touched under the rendezvous lock, or by the owner
+// alone once a peer has settled the packet (invariant 3); `T: Send` moves
+// between threads, never shared.
+unsafe impl<T: Send> Sync for Packet<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Send for Packet<T> {}
+
+impl<T> Packet<T> {
+    fn new(msg: Option<T>, waker: Waker) -> Arc<Self> {
+        Arc::new(Packet {
+            state: UpdtCell::new(WAITING),
+            msg: UnsafeCell::new(msg),
+            waker: UnsafeCell::new(waker),
+        })
+    }
+
+    /// Takes the message out of a packet its owner holds alone (settled).
+    fn take_settled(&self) -> Option<T> {
+        // SAFETY: the state is no longer WAITING (Acquire load by our
+        // caller, or under the lock): no peer touches the packet any more.
+        self.msg.with_mut(|m| unsafe { (*m).take() })
+    }
+}
+
+/// What a party waiting with a packet learns when it looks again.
+pub(crate) enum Settled<T> {
+    /// Still queued.
+    Waiting,
+    /// Served: a sender's message was taken (`None`), or a receiver got one.
+    Done(Option<T>),
+    /// The other side disconnected: a sender gets its message back.
+    Dismissed(Option<T>),
+}
+
+/// The outcome of arriving at the rendezvous.
+pub(crate) enum Arrival<T> {
+    /// A peer was waiting: served at once (a receiver gets the message).
+    Served(Option<T>),
+    /// Nobody was waiting; the packet is queued (only when asked to wait).
+    Queued(Arc<Packet<T>>),
+    /// Nobody was waiting and the caller does not wait: a sender's message
+    /// comes back.
+    Nobody(Option<T>),
+    /// The other side is gone: a sender's message comes back.
+    Disconnected(Option<T>),
+}
+
+struct Queues<T> {
+    senders: VecDeque<Arc<Packet<T>>>,
+    receivers: VecDeque<Arc<Packet<T>>>,
+}
+
+/// The meeting point of a zero-capacity channel.
+pub(crate) struct Rendezvous<T, L> {
+    lock: L,
+    /// Guarded by `lock`.
+    queues: UnsafeCell<Queues<T>>,
+    /// Mirrors of the queues' lengths, stored under the lock, loaded without
+    /// it by readiness checks (select, async re-checks).
+    senders_len: UpdtCell,
+    receivers_len: UpdtCell,
+}
+
+// SAFETY: the queues are only touched with `lock` held; packets are
+// `Send + Sync` for `T: Send`.
+unsafe impl<T: Send, L: RawLock> Sync for Rendezvous<T, L> {}
+// SAFETY: as above.
+unsafe impl<T: Send, L: RawLock> Send for Rendezvous<T, L> {}
+
+/// Which side a party is on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Side {
+    Send,
+    Recv,
+}
+
+impl<T, L: RawLock> Rendezvous<T, L> {
+    pub(crate) fn new() -> Self {
+        Rendezvous {
+            lock: L::new(),
+            queues: UnsafeCell::new(Queues {
+                senders: VecDeque::new(),
+                receivers: VecDeque::new(),
+            }),
+            senders_len: UpdtCell::new(0),
+            receivers_len: UpdtCell::new(0),
+        }
+    }
+
+    fn locked<R>(&self, f: impl FnOnce(&mut Queues<T>) -> R) -> R {
+        self.lock.lock();
+        // SAFETY: we hold the lock, so nobody else touches the queues.
+        let r = self.queues.with_mut(|q| f(unsafe { &mut *q }));
+        self.lock.unlock();
+        r
+    }
+
+    fn store_lens(&self, q: &Queues<T>) {
+        // Relaxed: hints for readiness checks; a waiter's re-check is
+        // ordered by its registration's fence and the queuer's notify.
+        self.senders_len.store(q.senders.len(), Ordering::Relaxed);
+        self.receivers_len
+            .store(q.receivers.len(), Ordering::Relaxed);
+    }
+
+    /// Whether a blocked sender is waiting (so a receive would complete).
+    pub(crate) fn has_senders(&self) -> bool {
+        self.senders_len.load(Ordering::Relaxed) != 0
+    }
+
+    /// Whether a blocked receiver is waiting (so a send would complete).
+    pub(crate) fn has_receivers(&self) -> bool {
+        self.receivers_len.load(Ordering::Relaxed) != 0
+    }
+
+    /// A party arrives: a sender with `msg` (`Some`), a receiver with
+    /// `None`. If a peer of the other side waits, serves it (or is served
+    /// by it); else, if `waker` is given, queues a packet with it.
+    /// `other_gone` is read under the lock (invariant 4).
+    pub(crate) fn arrive(
+        &self,
+        side: Side,
+        msg: Option<T>,
+        waker: Option<&dyn Fn() -> Waker>,
+        other_gone: &dyn Fn() -> bool,
+    ) -> Arrival<T> {
+        self.arrive_at(side, msg, waker, other_gone, false)
+    }
+
+    /// [`arrive`](Self::arrive), queuing at the front of the side's queue
+    /// if `first`.
+    fn arrive_at(
+        &self,
+        side: Side,
+        msg: Option<T>,
+        waker: Option<&dyn Fn() -> Waker>,
+        other_gone: &dyn Fn() -> bool,
+        first: bool,
+    ) -> Arrival<T> {
+        let mut msg = msg;
+        let served = self.locked(|q| {
+            let peers = match side {
+                Side::Send => &mut q.receivers,
+                Side::Recv => &mut q.senders,
+            };
+            if let Some(peer) = peers.pop_front() {
+                // SAFETY: under the lock, on a packet still WAITING (a
+                // queued packet is WAITING): nobody else touches it.
+                peer.msg.with_mut(|m| unsafe {
+                    match side {
+                        Side::Send => *m = msg.take(),
+                        Side::Recv => msg = (*m).take(),
+                    }
+                });
+                // Release: the message moved above is the owner's once it
+                // loads DONE (Acquire).
+                peer.state.store(DONE, Ordering::Release);
+                self.store_lens(q);
+                return Ok(peer);
+            }
+            if other_gone() {
+                return Err(None);
+            }
+            let Some(make_waker) = waker else {
+                return Err(None);
+            };
+            let packet = Packet::new(msg.take(), make_waker());
+            let queue = match side {
+                Side::Send => &mut q.senders,
+                Side::Recv => &mut q.receivers,
+            };
+            if first {
+                queue.push_front(packet.clone());
+            } else {
+                queue.push_back(packet.clone());
+            }
+            self.store_lens(q);
+            Err(Some(packet))
+        });
+        match served {
+            Ok(peer) => {
+                // A waker may panic, and a sender's caller still holds a
+                // copy of the message it just handed over: the panic goes
+                // on only once that copy is forgotten (`rethrow_deferred`).
+                let woken = catch_unwind(AssertUnwindSafe(|| {
+                    // SAFETY: a served packet's waker is only replaced under
+                    // the lock by its owner while WAITING, which it no
+                    // longer is.
+                    peer.waker.with(|w| unsafe { (*w).wake_by_ref() });
+                }));
+                if let Err(payload) = woken {
+                    defer(payload);
+                }
+                Arrival::Served(msg)
+            }
+            Err(Some(packet)) => Arrival::Queued(packet),
+            Err(None) if other_gone() => Arrival::Disconnected(msg),
+            Err(None) => Arrival::Nobody(msg),
+        }
+    }
+
+    /// Looks at a queued packet's state, without the lock.
+    pub(crate) fn look(&self, packet: &Packet<T>) -> Settled<T> {
+        // Acquire: pairs with the peer's (or the dismisser's) Release.
+        match packet.state.load(Ordering::Acquire) {
+            WAITING => Settled::Waiting,
+            DONE => Settled::Done(packet.take_settled()),
+            _ => Settled::Dismissed(packet.take_settled()),
+        }
+    }
+
+    /// The owner gives up waiting (timeout, a dropped future, unwinding):
+    /// takes its packet out of its queue if it is still there. Returns the
+    /// packet's settled state; `Waiting` never comes back.
+    pub(crate) fn withdraw(&self, side: Side, packet: &Arc<Packet<T>>) -> Settled<T> {
+        let removed = self.locked(|q| {
+            let queue = match side {
+                Side::Send => &mut q.senders,
+                Side::Recv => &mut q.receivers,
+            };
+            let at = queue.iter().position(|p| Arc::ptr_eq(p, packet))?;
+            queue.remove(at);
+            self.store_lens(q);
+            Some(())
+        });
+        match removed {
+            // Out of the queue, under the lock, while WAITING: ours alone.
+            Some(()) => Settled::Dismissed(packet.take_settled()),
+            // Settled before we got the lock; the lock ordered it.
+            None => match self.look(packet) {
+                Settled::Waiting => unreachable!("a packet out of its queue is settled"),
+                settled => settled,
+            },
+        }
+    }
+
+    /// An async owner polled again with `waker`: makes it the one a peer
+    /// wakes, if the packet is still queued (`true`). `false`: the packet
+    /// was settled meanwhile; look again.
+    pub(crate) fn rewake(&self, packet: &Packet<T>, waker: &Waker) -> bool {
+        self.locked(|_| {
+            // Relaxed: under the lock, which orders every store to it.
+            let waiting = packet.state.load(Ordering::Relaxed) == WAITING;
+            if waiting {
+                // SAFETY: under the lock, on a WAITING packet: a peer reads
+                // the waker only after settling the packet under the lock.
+                packet.waker.with_mut(|w| unsafe {
+                    if !(*w).will_wake(waker) {
+                        *w = waker.clone();
+                    }
+                });
+            }
+            waiting
+        })
+    }
+
+    /// A receiver that was handed `msg` but will not return it (a dropped
+    /// future, a cancelled coroutine): the message goes on to a waiting
+    /// receiver, or waits, ownerless, for the next one (dropped if the
+    /// receivers all go). The sender was told it was delivered; it is never
+    /// lost. It waits at the front, ahead of its sender's later messages if
+    /// they are still waiting (one that another receiver took meanwhile has
+    /// overtaken it). Returns whether it was queued (the caller then wakes
+    /// the receivers' waiter list).
+    pub(crate) fn reoffer(&self, msg: T, receivers_gone: &dyn Fn() -> bool) -> bool {
+        struct Nobody;
+        impl std::task::Wake for Nobody {
+            fn wake(self: std::sync::Arc<Self>) {}
+        }
+        let nobody = || Waker::from(std::sync::Arc::new(Nobody));
+        match self.arrive_at(Side::Send, Some(msg), Some(&nobody), receivers_gone, true) {
+            Arrival::Queued(_) => true,
+            // Served, or no receiver left: dropped with the channel's end.
+            _ => false,
+        }
+    }
+
+    /// One side disconnected: dismisses every packet of the other side
+    /// (`Side::Send`: the receivers are gone, dismiss the senders).
+    pub(crate) fn dismiss(&self, side: Side) {
+        let dismissed = self.locked(|q| {
+            let queue = match side {
+                Side::Send => &mut q.senders,
+                Side::Recv => &mut q.receivers,
+            };
+            let all = std::mem::take(queue);
+            for p in &all {
+                // Release: see `look`.
+                p.state.store(DISMISSED, Ordering::Release);
+            }
+            self.store_lens(q);
+            all
+        });
+        for p in dismissed {
+            // SAFETY: settled (DISMISSED) above: its waker is no longer
+            // replaced.
+            p.waker.with(|w| unsafe { (*w).wake_by_ref() });
+        }
+    }
+
+    /// A blocking send or receive on behalf of a thread or coroutine:
+    /// arrives, and if it has to wait, parks through `park` until served,
+    /// dismissed or past `deadline`. `Ok` carries what a receiver got;
+    /// `Err` gives a sender's message back (`Err(None)` for a receiver),
+    /// with `true` for a timeout and `false` for disconnection.
+    pub(crate) fn wait(
+        &self,
+        side: Side,
+        msg: Option<T>,
+        park: &dyn Park,
+        deadline: Option<Instant>,
+        other_gone: &dyn Fn() -> bool,
+        queued: &dyn Fn(Side),
+    ) -> Result<Option<T>, (Option<T>, bool)> {
+        let packet = match self.arrive(side, msg, Some(&|| park.waker()), other_gone) {
+            Arrival::Served(got) => return Ok(got),
+            Arrival::Disconnected(back) => return Err((back, false)),
+            Arrival::Nobody(_) => unreachable!("a waker was given"),
+            Arrival::Queued(packet) => packet,
+        };
+        // A select or a future of the other side may be waiting for a
+        // partner to appear.
+        queued(side);
+        let settled = loop {
+            match self.look(&packet) {
+                Settled::Waiting => {}
+                settled => break settled,
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                break self.withdraw(side, &packet);
+            }
+            // A coroutine cancelled at shutdown unwinds out of its park. If
+            // a peer served the packet first, the hand-off stands: a
+            // sender reports success (its caller forgets its copy) and the
+            // unwinding goes on after that (`rethrow_deferred`); else the
+            // packet leaves the queue and the unwinding goes on at once,
+            // the message still the caller's.
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| park.park(deadline))) {
+                match self.withdraw(side, &packet) {
+                    Settled::Done(got) if side == Side::Send => {
+                        defer(payload);
+                        return Ok(got);
+                    }
+                    Settled::Done(Some(msg)) => {
+                        // A receiver handed a message as it was cancelled:
+                        // the message goes on to the next receiver.
+                        // Our side is not gone: we are still here.
+                        if self.reoffer(msg, &|| false) {
+                            queued(Side::Send);
+                        }
+                        resume_unwind(payload);
+                    }
+                    settled => {
+                        // A sender's copy is the caller's duplicate.
+                        if let Settled::Dismissed(Some(copy)) = settled {
+                            std::mem::forget(copy);
+                        }
+                        resume_unwind(payload);
+                    }
+                }
+            }
+        };
+        match settled {
+            Settled::Done(got) => Ok(got),
+            // Withdrawn at the deadline (or dismissed just then).
+            Settled::Dismissed(back) if !other_gone() => Err((back, true)),
+            Settled::Dismissed(back) => Err((back, false)),
+            Settled::Waiting => unreachable!(),
+        }
+    }
+}

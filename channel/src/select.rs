@@ -1,0 +1,1096 @@
+//! Waiting on several channel operations at once: [`Select`] and the
+//! [`select!`](crate::select!) macro, shaped like crossbeam-channel's, so
+//! that code moves over by changing an import.
+//!
+//! # How a select runs
+//!
+//! Every operation (a receive or a send, on a channel of any mode and
+//! protocol) is seen through one object-safe, crate-private trait, `Op`:
+//! a readiness check, a try, and registration on the waiter list of the
+//! side it would block on. A select
+//!
+//! 1. tries its operations once each, starting at a random one (a
+//!    thread-local xorshift), and completes the first that succeeds; a
+//!    disconnected channel counts as ready;
+//! 2. if none succeeds (and it may block), spins a little where the park
+//!    context says that is worth it (threads, or a coroutine with nothing
+//!    else to run), like a blocking `recv`;
+//! 3. then registers on every involved channel's waiter list with the
+//!    current park context ([`hook::with_current`]), issues
+//!    `fence(SeqCst)`, re-checks every operation, and parks only if all of
+//!    them are still blocked: the same register / fence / re-check as a
+//!    blocking `send` or `recv` (invariant 3 of `chan.rs`), so no wake-up is
+//!    lost. In a coroutine only the coroutine suspends.
+//! 4. On the way out it picks one ready operation (if any), *leaves* that
+//!    channel's list (it is about to retry that operation, which uses any
+//!    wake it was chosen for) and *abandons* every other registration: a
+//!    wake-one that chose this select on a channel whose operation it will
+//!    not complete is handed on to that channel's next waiter. Then it goes
+//!    back to 1, starting with the operation it left. A guard abandons
+//!    every registration if the park unwinds (a coroutine cancelled at
+//!    shutdown), so nothing a select registered outlives it.
+//!
+//! # Exactly once
+//!
+//! A receive is selected by receiving: the message is taken out of the
+//! channel when the operation is selected. The macro hands it straight to
+//! its arm; [`Select`] keeps it in the operation's own typed slot (made once,
+//! when [`Select::recv`] added the operation: no allocation per message)
+//! until [`SelectedOperation::recv`] collects it, so nobody can take it in
+//! between. A send is selected when the channel has room (or has lost its
+//! receivers); see [`SelectedOperation::send`] for what that promises.
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use crate::backoff::Backoff;
+use crate::error::{RecvError, SendError, TryRecvError, TrySendError};
+use crate::hook::{self, Park};
+use crate::sync::{fence, Ordering};
+use crate::waker::Waiters;
+use crate::{Mode, Protocol, Receiver, Sender};
+
+// ---- randomness ------------------------------------------------------------
+
+/// A random index below `n` (0 when `n` is 0), from the thread's xorshift.
+#[inline]
+fn random_below(n: usize) -> usize {
+    #[cfg(loom)]
+    {
+        // Loom needs every execution of a model to be deterministic.
+        let _ = n;
+        0
+    }
+    #[cfg(not(loom))]
+    {
+        if n <= 1 {
+            0
+        } else {
+            // Multiply-shift: maps a 32-bit random number onto 0..n.
+            ((u64::from(crate::backoff::next_random()) * n as u64) >> 32) as usize
+        }
+    }
+}
+
+// ---- one operation ---------------------------------------------------------
+
+/// Which way an operation goes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Kind {
+    Recv,
+    Send,
+}
+
+/// One operation of a select, whatever its channel's message type, mode and
+/// protocol.
+pub(crate) trait Op {
+    /// Whether the operation would not block now (a message or a free slot
+    /// is there, or the peer side is gone). Plain loads: a hint.
+    fn ready(&self) -> bool;
+
+    /// Tries to complete the operation now; `true` if it is selected. A
+    /// receive keeps what it received (a message, or the disconnection).
+    fn attempt(&mut self) -> bool;
+
+    /// Registers on the waiter list of the side this operation blocks on.
+    fn register(&mut self, park: &dyn Park);
+
+    /// The re-check after registering and `fence(SeqCst)`: whether the
+    /// operation would still block.
+    fn still_blocked(&self) -> bool;
+
+    /// Ends a registration, if there is one: [`Waiters::leave`] if `retry`
+    /// (the caller tries this operation next), else [`Waiters::abandon`].
+    fn unregister(&mut self, retry: bool);
+
+    /// The endpoint this operation was made for, and which way it goes.
+    fn endpoint(&self) -> (*const (), Kind);
+
+    /// A receive: a pointer to its `Option<Result<T, RecvError>>` slot.
+    /// A send: null.
+    fn stash(&mut self) -> *mut ();
+
+    /// Drops whatever a selected receive still holds.
+    fn discard(&mut self);
+}
+
+type RxTicket<M, P> = <<M as Mode>::RxWait<P> as Waiters>::Ticket;
+type TxTicket<M, P> = <<M as Mode>::TxWait<P> as Waiters>::Ticket;
+
+/// A receive operation. Used by [`Select`] and by the macro.
+#[doc(hidden)]
+pub struct RecvArm<'a, T, M: Mode, P: Protocol> {
+    rx: &'a Receiver<T, M, P>,
+    ticket: Option<RxTicket<M, P>>,
+    /// What the selected receive got, until its taker collects it.
+    result: Option<Result<T, RecvError>>,
+}
+
+impl<'a, T, M: Mode, P: Protocol> RecvArm<'a, T, M, P> {
+    /// A receive on `rx`.
+    ///
+    /// # Panics
+    /// If `rx`'s channel has capacity 0: a rendezvous is not supported.
+    #[inline]
+    pub fn new(rx: &'a Receiver<T, M, P>) -> Self {
+        no_rendezvous(rx.chan.capacity());
+        RecvArm {
+            rx,
+            ticket: None,
+            result: None,
+        }
+    }
+
+    /// For the macro's driver.
+    #[inline]
+    pub fn as_op(&mut self) -> OpRef<'_> {
+        OpRef(self)
+    }
+
+    /// The outcome, if this receive was selected.
+    #[inline]
+    pub fn take(&mut self) -> Option<Result<T, RecvError>> {
+        self.result.take()
+    }
+}
+
+impl<T, M: Mode, P: Protocol> Op for RecvArm<'_, T, M, P> {
+    #[inline]
+    fn ready(&self) -> bool {
+        // We hold a receiver, so "disconnected" means the senders are gone.
+        let chan = &self.rx.chan;
+        chan.len() != 0 || chan.is_disconnected()
+    }
+
+    #[inline]
+    fn attempt(&mut self) -> bool {
+        debug_assert!(self.result.is_none());
+        match self.rx.chan.try_recv() {
+            Ok(msg) => self.result = Some(Ok(msg)),
+            Err(TryRecvError::Disconnected) => self.result = Some(Err(RecvError)),
+            Err(TryRecvError::Empty) => return false,
+        }
+        true
+    }
+
+    #[inline]
+    fn register(&mut self, park: &dyn Park) {
+        debug_assert!(self.ticket.is_none());
+        self.ticket = Some(self.rx.chan.receivers.register(park));
+    }
+
+    #[inline]
+    fn still_blocked(&self) -> bool {
+        self.rx.chan.still_empty()
+    }
+
+    #[inline]
+    fn unregister(&mut self, retry: bool) {
+        if let Some(ticket) = self.ticket.take() {
+            if retry {
+                self.rx.chan.receivers.leave(ticket);
+            } else {
+                self.rx.chan.receivers.abandon(ticket);
+            }
+        }
+    }
+
+    fn endpoint(&self) -> (*const (), Kind) {
+        (self.rx as *const Receiver<T, M, P> as *const (), Kind::Recv)
+    }
+
+    fn stash(&mut self) -> *mut () {
+        &mut self.result as *mut Option<Result<T, RecvError>> as *mut ()
+    }
+
+    fn discard(&mut self) {
+        drop(self.result.take());
+    }
+}
+
+/// Refuses a zero-capacity (rendezvous) channel: its readiness is a peer
+/// waiting in the rendezvous, not room in a ring, and selecting over it is
+/// not supported (yet). Better a panic at once than a select that never
+/// sees the operation ready.
+#[inline]
+fn no_rendezvous(capacity: usize) {
+    assert!(
+        capacity != 0,
+        "select over a zero-capacity (rendezvous) channel is not supported"
+    );
+}
+
+/// A send operation of [`Select`]: selected when the channel has room (or
+/// no receiver); the caller then sends through [`SelectedOperation::send`].
+struct SendReady<'a, T, M: Mode, P: Protocol> {
+    tx: &'a Sender<T, M, P>,
+    ticket: Option<TxTicket<M, P>>,
+}
+
+/// Whether a send on `tx` would not block now.
+#[inline]
+fn send_ready<T, M: Mode, P: Protocol>(tx: &Sender<T, M, P>) -> bool {
+    // We hold a sender, so "disconnected" means the receivers are gone.
+    let chan = &tx.chan;
+    chan.len() < chan.capacity() || chan.is_disconnected()
+}
+
+macro_rules! send_waiting {
+    () => {
+        #[inline]
+        fn register(&mut self, park: &dyn Park) {
+            debug_assert!(self.ticket.is_none());
+            self.ticket = Some(self.tx.chan.senders.register(park));
+        }
+
+        #[inline]
+        fn still_blocked(&self) -> bool {
+            self.tx.chan.still_full()
+        }
+
+        #[inline]
+        fn unregister(&mut self, retry: bool) {
+            if let Some(ticket) = self.ticket.take() {
+                if retry {
+                    self.tx.chan.senders.leave(ticket);
+                } else {
+                    self.tx.chan.senders.abandon(ticket);
+                }
+            }
+        }
+
+        fn endpoint(&self) -> (*const (), Kind) {
+            (self.tx as *const Sender<T, M, P> as *const (), Kind::Send)
+        }
+    };
+}
+
+impl<T, M: Mode, P: Protocol> Op for SendReady<'_, T, M, P> {
+    #[inline]
+    fn ready(&self) -> bool {
+        send_ready(self.tx)
+    }
+
+    #[inline]
+    fn attempt(&mut self) -> bool {
+        send_ready(self.tx)
+    }
+
+    send_waiting!();
+
+    fn stash(&mut self) -> *mut () {
+        std::ptr::null_mut()
+    }
+
+    fn discard(&mut self) {}
+}
+
+/// A send operation of the macro: the message is made (by `make`, the arm's
+/// message expression) when the send first looks ready, and kept across
+/// retries if another sender takes the room first.
+#[doc(hidden)]
+pub struct SendArm<'a, T, M: Mode, P: Protocol, F> {
+    tx: &'a Sender<T, M, P>,
+    ticket: Option<TxTicket<M, P>>,
+    make: Option<F>,
+    msg: Option<T>,
+    result: Option<Result<(), SendError<T>>>,
+}
+
+impl<'a, T, M: Mode, P: Protocol, F: FnOnce() -> T> SendArm<'a, T, M, P, F> {
+    /// A send on `tx` of the message `make` makes.
+    ///
+    /// # Panics
+    /// If `tx`'s channel has capacity 0: a rendezvous is not supported.
+    #[inline]
+    pub fn new(tx: &'a Sender<T, M, P>, make: F) -> Self {
+        no_rendezvous(tx.chan.capacity());
+        SendArm {
+            tx,
+            ticket: None,
+            make: Some(make),
+            msg: None,
+            result: None,
+        }
+    }
+
+    /// For the macro's driver.
+    #[inline]
+    pub fn as_op(&mut self) -> OpRef<'_> {
+        OpRef(self)
+    }
+
+    /// The outcome, if this send was selected.
+    #[inline]
+    pub fn take(&mut self) -> Option<Result<(), SendError<T>>> {
+        self.result.take()
+    }
+}
+
+impl<T, M: Mode, P: Protocol, F: FnOnce() -> T> Op for SendArm<'_, T, M, P, F> {
+    #[inline]
+    fn ready(&self) -> bool {
+        send_ready(self.tx)
+    }
+
+    #[inline]
+    fn attempt(&mut self) -> bool {
+        let msg = match self.msg.take() {
+            Some(msg) => msg,
+            None => {
+                if !send_ready(self.tx) {
+                    return false;
+                }
+                let make = self.make.take().expect("a send arm's message is made once");
+                make()
+            }
+        };
+        match self.tx.try_send(msg) {
+            Ok(()) => self.result = Some(Ok(())),
+            Err(TrySendError::Disconnected(msg)) => self.result = Some(Err(SendError(msg))),
+            Err(TrySendError::Full(msg)) => {
+                // Another sender took the room: keep the message for the
+                // next attempt.
+                self.msg = Some(msg);
+                return false;
+            }
+        }
+        true
+    }
+
+    send_waiting!();
+
+    fn stash(&mut self) -> *mut () {
+        std::ptr::null_mut()
+    }
+
+    fn discard(&mut self) {}
+}
+
+/// A borrowed operation, as the macro hands its arms to [`run`].
+#[doc(hidden)]
+pub struct OpRef<'r>(&'r mut (dyn Op + 'r));
+
+// ---- the driver ------------------------------------------------------------
+
+/// How long a select may wait.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub enum Wait {
+    /// Not at all: one try of every operation.
+    Now,
+    /// Until an operation completes.
+    Forever,
+    /// Until an operation completes or the deadline passes.
+    Until(Instant),
+}
+
+impl Wait {
+    /// For at most `timeout` (for ever if that is too far to represent).
+    #[inline]
+    pub fn timeout(timeout: Duration) -> Wait {
+        match Instant::now().checked_add(timeout) {
+            Some(deadline) => Wait::Until(deadline),
+            None => Wait::Forever,
+        }
+    }
+}
+
+/// The operations of a select, some perhaps removed.
+trait OpList {
+    fn count(&self) -> usize;
+    fn get(&mut self, i: usize) -> Option<&mut (dyn Op + '_)>;
+}
+
+impl OpList for [OpRef<'_>] {
+    #[inline]
+    fn count(&self) -> usize {
+        self.len()
+    }
+    #[inline]
+    fn get(&mut self, i: usize) -> Option<&mut (dyn Op + '_)> {
+        Some(&mut *self[i].0)
+    }
+}
+
+impl<'a> OpList for [Option<Box<dyn Op + 'a>>] {
+    #[inline]
+    fn count(&self) -> usize {
+        self.len()
+    }
+    #[inline]
+    fn get(&mut self, i: usize) -> Option<&mut (dyn Op + '_)> {
+        match &mut self[i] {
+            Some(op) => Some(&mut **op),
+            None => None,
+        }
+    }
+}
+
+/// The first operation, from `start` on (cyclically), that completes
+/// (`consume`) or is ready (not `consume`).
+#[inline]
+fn scan<L: OpList + ?Sized>(ops: &mut L, start: usize, consume: bool) -> Option<usize> {
+    let n = ops.count();
+    for k in 0..n {
+        let i = (start + k) % n;
+        if let Some(op) = ops.get(i) {
+            if if consume { op.attempt() } else { op.ready() } {
+                return Some(i);
+            }
+        }
+    }
+    None
+}
+
+/// Runs a select: completes (`consume`) or finds ready (not `consume`) one
+/// operation, waiting as `wait` allows. `None`: none within the wait.
+fn drive<L: OpList + ?Sized>(
+    ops: &mut L,
+    wait: Wait,
+    consume: bool,
+    biased: bool,
+) -> Option<usize> {
+    let n = ops.count();
+    let start = |preferred: Option<usize>| match preferred {
+        Some(i) => i,
+        None if biased => 0,
+        None => random_below(n),
+    };
+    if let Some(i) = scan(ops, start(None), consume) {
+        return Some(i);
+    }
+    let deadline = match wait {
+        Wait::Now => return None,
+        Wait::Forever => None,
+        Wait::Until(deadline) => Some(deadline),
+    };
+    let mut backoff = Backoff::new();
+    loop {
+        // Every attempt so far failed. The deadline is checked after an
+        // attempt, so a select woken just as it passes still uses the wake.
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return None;
+        }
+        // Borrowed, not cloned, and only around the wait: the attempts
+        // (which may run a send arm's message expression) happen outside.
+        let preferred = hook::with_current(|park| {
+            if !backoff.is_completed() && park.spin_before_park() {
+                backoff.snooze();
+                None
+            } else {
+                block(ops, park, deadline, biased)
+            }
+        });
+        if let Some(i) = scan(ops, start(preferred), consume) {
+            return Some(i);
+        }
+    }
+}
+
+/// Blocks once on every operation, without losing a wake-up: registers on
+/// every operation's waiter list, fences, and parks only if every operation
+/// is still blocked. On the way out, leaves the list of the one ready
+/// operation it returns (to be retried first) and abandons the others.
+fn block<L: OpList + ?Sized>(
+    ops: &mut L,
+    park: &dyn Park,
+    deadline: Option<Instant>,
+    biased: bool,
+) -> Option<usize> {
+    let n = ops.count();
+    let mut registered = Registered { ops, done: false };
+    for i in 0..n {
+        if let Some(op) = registered.ops.get(i) {
+            op.register(park);
+        }
+    }
+    fence(Ordering::SeqCst);
+    let from = if biased { 0 } else { random_below(n) };
+    let find = |ops: &mut L, ready: &dyn Fn(&dyn Op) -> bool| {
+        (0..n)
+            .map(|k| (from + k) % n)
+            .find(|&i| ops.get(i).is_some_and(|op| ready(op)))
+    };
+    let mut chosen = find(registered.ops, &|op| !op.still_blocked());
+    if chosen.is_none() {
+        park.park(deadline);
+        // Only a choice of which registration to leave rather than abandon:
+        // plain loads will do.
+        chosen = find(registered.ops, &|op| op.ready());
+    }
+    registered.finish(chosen);
+    chosen
+}
+
+/// The registrations of one [`block`]: ended on every way out. Normally by
+/// [`finish`](Registered::finish); if the park (or a waker clone) unwinds,
+/// by `Drop`, which abandons them all, so that none is left behind to
+/// swallow a wake-one and none of the wakes taken is lost.
+struct Registered<'o, L: OpList + ?Sized> {
+    ops: &'o mut L,
+    done: bool,
+}
+
+impl<L: OpList + ?Sized> Registered<'_, L> {
+    fn finish(&mut self, retry: Option<usize>) {
+        for i in 0..self.ops.count() {
+            if let Some(op) = self.ops.get(i) {
+                op.unregister(retry == Some(i));
+            }
+        }
+        self.done = true;
+    }
+}
+
+impl<L: OpList + ?Sized> Drop for Registered<'_, L> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.finish(None);
+        }
+    }
+}
+
+/// The macro's driver: completes one of `ops` (each at most once), waiting
+/// as `wait` allows; `None` if none completed.
+#[doc(hidden)]
+#[inline]
+pub fn run(ops: &mut [OpRef<'_>], wait: Wait) -> Option<usize> {
+    drive(ops, wait, true, false)
+}
+
+/// What the [`select!`](crate::select!) macro expands to uses. Not API.
+#[doc(hidden)]
+pub mod __private {
+    pub use super::{run, OpRef, RecvArm, SendArm, Wait};
+}
+
+// ---- Select ----------------------------------------------------------------
+
+/// A set of channel operations to wait on, built at run time; crossbeam's
+/// `Select`. Operations may be on channels of any mode and protocol, mixed.
+///
+/// Add operations with [`recv`](Select::recv) and [`send`](Select::send),
+/// each returning the operation's index, then call
+/// [`select`](Select::select) (or [`try_select`](Select::try_select),
+/// [`select_timeout`](Select::select_timeout)) to wait until one is
+/// selected, and complete it on the [`SelectedOperation`]. If several are
+/// ready, a random one is selected ([`new_biased`](Select::new_biased):
+/// the first). An operation on a disconnected channel is ready (it fails).
+///
+/// In a swco coroutine, waiting suspends only the coroutine.
+///
+/// ```
+/// use swco_channel::{mpmc, spsc, Select, Updt};
+///
+/// let (tx1, rx1) = spsc::bounded_with::<u32, Updt>(1);
+/// let (tx2, rx2) = mpmc::bounded::<&str>(1);
+/// std::thread::spawn(move || tx2.send("hello").unwrap());
+///
+/// let mut sel = Select::new();
+/// let a = sel.recv(&rx1);
+/// let b = sel.recv(&rx2);
+/// let oper = sel.select();
+/// match oper.index() {
+///     i if i == a => println!("{:?}", oper.recv(&rx1)),
+///     i if i == b => assert_eq!(oper.recv(&rx2), Ok("hello")),
+///     _ => unreachable!(),
+/// }
+/// # drop(tx1);
+/// ```
+pub struct Select<'a> {
+    ops: Vec<Option<Box<dyn Op + 'a>>>,
+    live: usize,
+    biased: bool,
+}
+
+/// A selected operation of a [`Select`], to be completed with
+/// [`recv`](SelectedOperation::recv) or [`send`](SelectedOperation::send)
+/// on the endpoint it was added for.
+///
+/// A selected receive has already taken its message (or found the channel
+/// disconnected): [`recv`](SelectedOperation::recv) hands it over.
+///
+/// # Dropped without completing
+///
+/// Like crossbeam's, that is a bug: in a debug build the drop panics. The
+/// message a selected receive took cannot go back into the channel (not in
+/// its FIFO place), so it is dropped, never leaked, and in a release build
+/// that is all that happens.
+#[must_use = "a selected operation must be completed with `recv` or `send`"]
+pub struct SelectedOperation<'s> {
+    op: &'s mut (dyn Op + 's),
+    index: usize,
+    done: bool,
+}
+
+/// [`Select::try_select`] found no operation ready.
+#[derive(PartialEq, Eq, Clone, Copy, Debug)]
+pub struct TrySelectError;
+
+/// [`Select::select_timeout`] found no operation ready before the deadline.
+#[derive(PartialEq, Eq, Clone, Copy, Debug)]
+pub struct SelectTimeoutError;
+
+/// [`Select::try_ready`] found no operation ready.
+#[derive(PartialEq, Eq, Clone, Copy, Debug)]
+pub struct TryReadyError;
+
+/// [`Select::ready_timeout`] found no operation ready before the deadline.
+#[derive(PartialEq, Eq, Clone, Copy, Debug)]
+pub struct ReadyTimeoutError;
+
+impl fmt::Display for TrySelectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("all operations in select would block")
+    }
+}
+
+impl fmt::Display for SelectTimeoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("timed out waiting on select")
+    }
+}
+
+impl fmt::Display for TryReadyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("all operations in select would block")
+    }
+}
+
+impl fmt::Display for ReadyTimeoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("timed out waiting on select")
+    }
+}
+
+impl std::error::Error for TrySelectError {}
+impl std::error::Error for SelectTimeoutError {}
+impl std::error::Error for TryReadyError {}
+impl std::error::Error for ReadyTimeoutError {}
+
+impl<'a> Select<'a> {
+    /// An empty set; when several operations are ready, a random one is
+    /// selected.
+    pub fn new() -> Self {
+        Select {
+            ops: Vec::new(),
+            live: 0,
+            biased: false,
+        }
+    }
+
+    /// An empty set that, when several operations are ready, selects the
+    /// one added first.
+    pub fn new_biased() -> Self {
+        Select {
+            biased: true,
+            ..Select::new()
+        }
+    }
+
+    fn add(&mut self, op: Box<dyn Op + 'a>) -> usize {
+        self.ops.push(Some(op));
+        self.live += 1;
+        self.ops.len() - 1
+    }
+
+    /// Adds a receive on `rx`; returns its index. The same receiver may be
+    /// added more than once.
+    ///
+    /// Allocates once, here: the operation's slot for the message it takes
+    /// when selected.
+    ///
+    /// # Panics
+    /// If the channel has capacity 0 (a rendezvous channel): not supported.
+    pub fn recv<T, M: Mode, P: Protocol>(&mut self, rx: &'a Receiver<T, M, P>) -> usize {
+        self.add(Box::new(RecvArm::new(rx)))
+    }
+
+    /// Adds a send on `tx`; returns its index. It is selected when the
+    /// channel has room (or every receiver is gone).
+    ///
+    /// # Panics
+    /// If the channel has capacity 0 (a rendezvous channel): not supported.
+    pub fn send<T, M: Mode, P: Protocol>(&mut self, tx: &'a Sender<T, M, P>) -> usize {
+        no_rendezvous(tx.chan.capacity());
+        self.add(Box::new(SendReady { tx, ticket: None }))
+    }
+
+    /// Removes the operation at `index` (indices of the others stay).
+    ///
+    /// # Panics
+    /// If there is no operation at `index`, or it was removed already.
+    pub fn remove(&mut self, index: usize) {
+        assert!(
+            self.ops.get(index).is_some_and(Option::is_some),
+            "no operation has the specified index"
+        );
+        self.ops[index] = None;
+        self.live -= 1;
+    }
+
+    fn selected(&mut self, index: usize) -> SelectedOperation<'_> {
+        let op = self.ops[index]
+            .as_deref_mut()
+            .expect("the driver selects a live operation");
+        SelectedOperation {
+            op,
+            index,
+            done: false,
+        }
+    }
+
+    fn run(&mut self, wait: Wait, consume: bool) -> Option<usize> {
+        drive(&mut self.ops[..], wait, consume, self.biased)
+    }
+
+    /// Selects an operation that is ready now, if there is one.
+    ///
+    /// ```
+    /// use swco_channel::{mpsc, Select, TrySelectError};
+    /// let (tx, rx) = mpsc::bounded::<i32>(1);
+    /// let mut sel = Select::new();
+    /// sel.recv(&rx);
+    /// assert_eq!(sel.try_select().err(), Some(TrySelectError));
+    /// tx.send(7).unwrap();
+    /// assert_eq!(sel.try_select().unwrap().recv(&rx), Ok(7));
+    /// ```
+    pub fn try_select(&mut self) -> Result<SelectedOperation<'_>, TrySelectError> {
+        match self.run(Wait::Now, true) {
+            Some(i) => Ok(self.selected(i)),
+            None => Err(TrySelectError),
+        }
+    }
+
+    /// Waits until an operation is selected. With no operations, waits for
+    /// ever.
+    pub fn select(&mut self) -> SelectedOperation<'_> {
+        let i = self
+            .run(Wait::Forever, true)
+            .expect("a select without deadline returns selected");
+        self.selected(i)
+    }
+
+    /// Waits at most `timeout` for an operation to be selected.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use swco_channel::{spsc, Select, SelectTimeoutError};
+    /// let (tx, rx) = spsc::bounded::<i32>(1);
+    /// let mut sel = Select::new();
+    /// sel.recv(&rx);
+    /// let r = sel.select_timeout(Duration::from_millis(1));
+    /// assert_eq!(r.err(), Some(SelectTimeoutError));
+    /// # drop(tx);
+    /// ```
+    pub fn select_timeout(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<SelectedOperation<'_>, SelectTimeoutError> {
+        match self.run(Wait::timeout(timeout), true) {
+            Some(i) => Ok(self.selected(i)),
+            None => Err(SelectTimeoutError),
+        }
+    }
+
+    /// Waits until `deadline` at most for an operation to be selected.
+    pub fn select_deadline(
+        &mut self,
+        deadline: Instant,
+    ) -> Result<SelectedOperation<'_>, SelectTimeoutError> {
+        match self.run(Wait::Until(deadline), true) {
+            Some(i) => Ok(self.selected(i)),
+            None => Err(SelectTimeoutError),
+        }
+    }
+
+    /// The index of an operation that is ready now, without performing it.
+    /// (By the time the caller performs it, it may no longer be ready.)
+    pub fn try_ready(&mut self) -> Result<usize, TryReadyError> {
+        self.run(Wait::Now, false).ok_or(TryReadyError)
+    }
+
+    /// Waits until an operation is ready and returns its index, without
+    /// performing it. (By the time the caller performs it, it may no longer
+    /// be ready.)
+    pub fn ready(&mut self) -> usize {
+        self.run(Wait::Forever, false)
+            .expect("a wait without deadline returns ready")
+    }
+
+    /// Waits at most `timeout` until an operation is ready; returns its
+    /// index without performing it.
+    pub fn ready_timeout(&mut self, timeout: Duration) -> Result<usize, ReadyTimeoutError> {
+        self.run(Wait::timeout(timeout), false)
+            .ok_or(ReadyTimeoutError)
+    }
+
+    /// Waits until `deadline` at most until an operation is ready; returns
+    /// its index without performing it.
+    pub fn ready_deadline(&mut self, deadline: Instant) -> Result<usize, ReadyTimeoutError> {
+        self.run(Wait::Until(deadline), false)
+            .ok_or(ReadyTimeoutError)
+    }
+}
+
+impl Default for Select<'_> {
+    fn default() -> Self {
+        Select::new()
+    }
+}
+
+impl fmt::Debug for Select<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Select")
+            .field("operations", &self.live)
+            .field("biased", &self.biased)
+            .finish()
+    }
+}
+
+impl SelectedOperation<'_> {
+    /// The index [`Select::recv`] or [`Select::send`] returned for this
+    /// operation.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Completes a selected receive: the message it took, or `RecvError` if
+    /// the channel was empty and disconnected.
+    ///
+    /// # Panics
+    /// If `rx` is not the receiver this operation was added for.
+    pub fn recv<T, M: Mode, P: Protocol>(mut self, rx: &Receiver<T, M, P>) -> Result<T, RecvError> {
+        let (endpoint, kind) = self.op.endpoint();
+        assert!(
+            kind == Kind::Recv && endpoint == rx as *const Receiver<T, M, P> as *const (),
+            "passed a receiver that wasn't selected"
+        );
+        let stash = self.op.stash() as *mut Option<Result<T, RecvError>>;
+        // SAFETY: the operation is a receive (`Kind::Recv`), so `Select::recv`
+        // made it as a `RecvArm` for the receiver at `endpoint`, which the
+        // select borrows for its whole life, and whose `stash` is its
+        // `Option<Result<T', RecvError>>` slot, `T'` being that receiver's
+        // message type. `rx` is a live receiver at the same address; two
+        // live receivers cannot share an address (neither is zero-sized nor
+        // contains the other), so `rx` is that receiver and `T` is `T'`.
+        // `self.op` is borrowed mutably, so nothing else touches the slot.
+        let outcome = unsafe { (*stash).take() };
+        self.done = true;
+        outcome.expect("a selected receive holds its outcome")
+    }
+
+    /// Completes a selected send: sends `msg` on `tx`, or gives it back if
+    /// every receiver is gone.
+    ///
+    /// The send was selected because the channel had room. On a side with
+    /// one sender (`spsc`, `spmc`) that room cannot vanish before this call,
+    /// and it does not block. On a side with several senders (`mpsc`,
+    /// `mpmc`) another sender may take the room in between; then this waits
+    /// for room as [`Sender::send`] does. (Holding the room by claiming the
+    /// slot at selection time is not an option: a claimed slot must be
+    /// published without suspending, since receivers wait for it by
+    /// spinning.)
+    ///
+    /// # Panics
+    /// If `tx` is not the sender this operation was added for.
+    pub fn send<T, M: Mode, P: Protocol>(
+        mut self,
+        tx: &Sender<T, M, P>,
+        msg: T,
+    ) -> Result<(), SendError<T>> {
+        let (endpoint, kind) = self.op.endpoint();
+        assert!(
+            kind == Kind::Send && endpoint == tx as *const Sender<T, M, P> as *const (),
+            "passed a sender that wasn't selected"
+        );
+        self.done = true;
+        tx.send(msg)
+    }
+}
+
+impl Drop for SelectedOperation<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            // Whatever a selected receive took is dropped, not leaked, and
+            // the slot is clean for the next select.
+            self.op.discard();
+            if cfg!(debug_assertions) && !std::thread::panicking() {
+                panic!("dropped a `SelectedOperation` without completing the operation");
+            }
+        }
+    }
+}
+
+impl fmt::Debug for SelectedOperation<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SelectedOperation")
+            .field("index", &self.index)
+            .finish()
+    }
+}
+
+// ---- the macro -------------------------------------------------------------
+
+/// Waits on a set of channel operations and runs the arm of the one
+/// selected; crossbeam's `select!`, with the same syntax:
+///
+/// ```text
+/// select! {
+///     recv(rx) -> msg => body,        // msg: Result<T, RecvError>
+///     send(tx, value) -> res => body, // res: Result<(), SendError<T>>
+///     default => body,                // if nothing is ready now, or
+///     default(timeout) => body,       // if nothing is ready within `timeout`
+/// }
+/// ```
+///
+/// Any number of `recv` and `send` arms, in any order, over channels of any
+/// mode and protocol, mixed; at most one `default` arm. An arm's body is an
+/// expression (a block needs no comma after it). `rx` and `tx` are
+/// endpoints or references to them, each evaluated once. If several
+/// operations are ready, a random one is selected; an operation on a
+/// disconnected channel is ready (it fails: a `send` arm then gets its value
+/// back in the `SendError`). Without a `default` arm the select waits as
+/// long as it takes; in a swco coroutine, only the coroutine waits. The
+/// bodies run after the select is over, so `break`, `continue`, `return` and
+/// `?` in them act on the enclosing code.
+///
+/// Channels of capacity 0 (rendezvous) are not supported: an arm on one
+/// panics.
+///
+/// A selected `recv` arm's message is received exactly once, and only by
+/// that arm. A `send` arm's value expression is evaluated (inside a
+/// closure, so no `?` or `return` in it) when that send first finds room,
+/// at most once; if another sender takes the room before the value is in
+/// and another arm is then selected, the value is dropped unsent.
+///
+/// ```
+/// use std::time::Duration;
+/// use swco_channel::{mpmc, select, spsc, Updt};
+///
+/// let (tx1, rx1) = spsc::bounded_with::<i32, Updt>(1);
+/// let (tx2, rx2) = mpmc::bounded::<String>(1);
+/// tx1.send(10).unwrap();
+///
+/// // Both operations are ready: a random one runs.
+/// select! {
+///     recv(rx1) -> msg => assert_eq!(msg, Ok(10)),
+///     send(tx2, "hi".to_string()) -> res => {
+///         assert!(res.is_ok());
+///         assert_eq!(rx2.recv().unwrap(), "hi");
+///     }
+/// }
+///
+/// // Nothing ready within 1 ms.
+/// let (_tx3, rx3) = spsc::bounded::<i32>(1);
+/// let timed_out = select! {
+///     recv(rx3) -> _ => false,
+///     default(Duration::from_millis(1)) => true,
+/// };
+/// assert!(timed_out);
+/// ```
+#[macro_export]
+macro_rules! select {
+    // ---- parsing: `@parse [arms] [default] tokens...` -------------------
+    (@parse [$($a:tt)*] $d:tt) => {
+        $crate::select!(@bind [] [$($a)*] $d)
+    };
+    (@parse [$($a:tt)*] $d:tt recv($r:expr) -> $p:pat => $body:expr, $($rest:tt)*) => {
+        $crate::select!(@parse [$($a)* (recv ($r) ($p) $body)] $d $($rest)*)
+    };
+    (@parse [$($a:tt)*] $d:tt recv($r:expr) -> $p:pat => $body:expr) => {
+        $crate::select!(@parse [$($a)* (recv ($r) ($p) $body)] $d)
+    };
+    (@parse [$($a:tt)*] $d:tt recv($r:expr) -> $p:pat => $body:block $($rest:tt)*) => {
+        $crate::select!(@parse [$($a)* (recv ($r) ($p) $body)] $d $($rest)*)
+    };
+    (@parse [$($a:tt)*] $d:tt send($s:expr, $m:expr) -> $p:pat => $body:expr, $($rest:tt)*) => {
+        $crate::select!(@parse [$($a)* (send ($s) ($m) ($p) $body)] $d $($rest)*)
+    };
+    (@parse [$($a:tt)*] $d:tt send($s:expr, $m:expr) -> $p:pat => $body:expr) => {
+        $crate::select!(@parse [$($a)* (send ($s) ($m) ($p) $body)] $d)
+    };
+    (@parse [$($a:tt)*] $d:tt send($s:expr, $m:expr) -> $p:pat => $body:block $($rest:tt)*) => {
+        $crate::select!(@parse [$($a)* (send ($s) ($m) ($p) $body)] $d $($rest)*)
+    };
+    (@parse $a:tt [] default => $body:expr, $($rest:tt)*) => {
+        $crate::select!(@parse $a [(now) $body] $($rest)*)
+    };
+    (@parse $a:tt [] default => $body:expr) => {
+        $crate::select!(@parse $a [(now) $body])
+    };
+    (@parse $a:tt [] default => $body:block $($rest:tt)*) => {
+        $crate::select!(@parse $a [(now) $body] $($rest)*)
+    };
+    (@parse $a:tt [] default($t:expr) => $body:expr, $($rest:tt)*) => {
+        $crate::select!(@parse $a [(timeout $t) $body] $($rest)*)
+    };
+    (@parse $a:tt [] default($t:expr) => $body:expr) => {
+        $crate::select!(@parse $a [(timeout $t) $body])
+    };
+    (@parse $a:tt [] default($t:expr) => $body:block $($rest:tt)*) => {
+        $crate::select!(@parse $a [(timeout $t) $body] $($rest)*)
+    };
+    (@parse $a:tt [$($d:tt)+] default $($rest:tt)*) => {
+        ::core::compile_error!("select!: there can be only one `default` case")
+    };
+    (@parse $a:tt $d:tt $($rest:tt)+) => {
+        ::core::compile_error!(
+            "select!: expected `recv(r) -> res => body`, `send(s, msg) -> res => body`, \
+             `default => body` or `default(timeout) => body`"
+        )
+    };
+
+    // ---- naming: one fresh identifier per arm (each expansion step has its
+    // own hygiene, so the `__arm` of each step is a different variable) ----
+    (@bind [$($done:tt)*] [(recv ($r:expr) $p:tt $body:tt) $($rest:tt)*] $d:tt) => {
+        $crate::select!(@bind
+            [$($done)* (__arm [$crate::__private::RecvArm::new(&$r)] $p $body)]
+            [$($rest)*] $d)
+    };
+    (@bind [$($done:tt)*] [(send ($s:expr) ($m:expr) $p:tt $body:tt) $($rest:tt)*] $d:tt) => {
+        $crate::select!(@bind
+            [$($done)* (__arm [$crate::__private::SendArm::new(&$s, || $m)] $p $body)]
+            [$($rest)*] $d)
+    };
+    (@bind [$($done:tt)*] [] $d:tt) => {
+        $crate::select!(@emit [$($done)*] [$($done)*] $d)
+    };
+
+    // ---- code: each arm's state in a `match` (so temporaries in the
+    // endpoint expressions live to the end), then the driver, then the
+    // selected arm's body, outside any loop of ours --------------------------
+    (@emit [($arm:ident [$($ctor:tt)*] $p:tt $body:tt) $($rest:tt)*] $all:tt $d:tt) => {
+        match $($ctor)* {
+            mut $arm => $crate::select!(@emit [$($rest)*] $all $d),
+        }
+    };
+    (@emit [] [$(($arm:ident $ctor:tt $p:tt $body:tt))*] $d:tt) => {{
+        let _ = $crate::__private::run(&mut [$($arm.as_op()),*], $crate::select!(@wait $d));
+        $crate::select!(@dispatch [$(($arm $p $body))*] $d)
+    }};
+
+    (@wait []) => { $crate::__private::Wait::Forever };
+    (@wait [(now) $body:tt]) => { $crate::__private::Wait::Now };
+    (@wait [(timeout $t:expr) $body:tt]) => { $crate::__private::Wait::timeout($t) };
+
+    (@dispatch [($arm:ident ($p:pat) $body:tt) $($rest:tt)*] $d:tt) => {
+        if let ::core::option::Option::Some(__outcome) = $arm.take() {
+            match __outcome {
+                $p => $body,
+            }
+        } else {
+            $crate::select!(@dispatch [$($rest)*] $d)
+        }
+    };
+    (@dispatch [] []) => {
+        ::core::unreachable!("select! without a default returned unselected")
+    };
+    (@dispatch [] [$kind:tt $body:tt]) => { $body };
+
+    // ---- entry -------------------------------------------------------------
+    ($($tokens:tt)*) => {
+        $crate::select!(@parse [] [] $($tokens)*)
+    };
+}

@@ -1,0 +1,943 @@
+//! `Select` and `select!` from plain threads: every arm kind, readiness of
+//! disconnected channels, exactly once over several producers and selecting
+//! consumers, a drop-counted soak, fairness, wake-ups, and no registration
+//! left behind by a timed-out select.
+
+mod common;
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::{Census, Counted, HANG_GUARD};
+use swco_channel::{
+    bounded_in, mpmc, mpsc, select, spmc, spsc, Cas, Mode, Mpmc, Protocol, ReadyTimeoutError,
+    RecvError, Select, SelectTimeoutError, SendError, TryReadyError, TrySelectError, Updt,
+};
+
+/// Runs `f` on its own thread and fails the test if it takes longer than
+/// [`HANG_GUARD`] (a lost wake-up would otherwise hang the suite).
+fn within<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let t = thread::spawn(move || {
+        let r = f();
+        let _ = tx.send(());
+        r
+    });
+    match rx.recv_timeout(HANG_GUARD) {
+        Ok(()) => t.join().unwrap(),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            // The thread panicked: pass its panic on.
+            match t.join() {
+                Err(panic) => std::panic::resume_unwind(panic),
+                Ok(_) => unreachable!("finished without reporting"),
+            }
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("hung (lost wake-up?)"),
+    }
+}
+
+// ---- the macro ---------------------------------------------------------
+
+#[test]
+fn macro_recv_arms_blocks_and_expressions() {
+    let (tx1, rx1) = spsc::bounded_with::<i32, Updt>(1);
+    let (tx2, rx2) = mpmc::bounded::<&str>(1);
+    tx1.send(1).unwrap();
+    // Expression body, trailing comma.
+    let got = select! {
+        recv(rx1) -> m => m.unwrap() * 10,
+        recv(rx2) -> _ => unreachable!(),
+    };
+    assert_eq!(got, 10);
+    tx2.send("x").unwrap();
+    // Block bodies, no commas, no trailing comma; the endpoint as a reference.
+    let r2 = &rx2;
+    let got = select! {
+        recv(rx1) -> _m => { unreachable!() }
+        recv(r2) -> m => { m.unwrap() }
+    };
+    assert_eq!(got, "x");
+    // A pattern in the binding.
+    tx1.send(5).unwrap();
+    select! {
+        recv(rx1) -> mut m => {
+            m = m.map(|v| v + 1);
+            assert_eq!(m, Ok(6));
+        }
+    }
+}
+
+#[test]
+fn macro_send_arms() {
+    let (tx1, rx1) = mpsc::bounded_with::<String, Updt>(1);
+    let (tx2, rx2) = spmc::bounded::<u8>(1);
+    tx2.send(0).unwrap(); // full: the send arm on tx2 is not ready
+    let s = String::from("hello");
+    select! {
+        send(tx1, s) -> res => assert_eq!(res, Ok(())),
+        send(tx2, 9) -> _ => unreachable!(),
+    }
+    assert_eq!(rx1.recv().unwrap(), "hello");
+    assert_eq!(rx2.recv().unwrap(), 0);
+}
+
+#[test]
+fn macro_send_arm_gives_value_back_on_disconnection() {
+    let (tx, rx) = mpmc::bounded::<String>(1);
+    drop(rx);
+    let back = select! {
+        send(tx, "kept".to_string()) -> res => match res {
+            Err(SendError(v)) => v,
+            Ok(()) => unreachable!(),
+        }
+    };
+    assert_eq!(back, "kept");
+}
+
+#[test]
+fn macro_recv_on_disconnected_channel_is_ready() {
+    let (tx, rx) = spsc::bounded::<i32>(1);
+    let (_tx2, rx2) = mpmc::bounded::<i32>(1);
+    drop(tx);
+    let r = select! {
+        recv(rx) -> m => m,
+        recv(rx2) -> _ => unreachable!(),
+    };
+    assert_eq!(r, Err(RecvError));
+}
+
+#[test]
+fn macro_default_and_default_timeout() {
+    let (tx, rx) = mpmc::bounded_with::<i32, Updt>(1);
+    let hit = select! {
+        recv(rx) -> _ => false,
+        default => true,
+    };
+    assert!(hit);
+    // `default` first, block body.
+    let hit = select! {
+        default => { 1 }
+        recv(rx) -> _ => 2,
+    };
+    assert_eq!(hit, 1);
+    let start = Instant::now();
+    let hit = select! {
+        recv(rx) -> _ => false,
+        default(Duration::from_millis(20)) => true,
+    };
+    assert!(hit);
+    assert!(start.elapsed() >= Duration::from_millis(20));
+    // A default that is not taken.
+    tx.send(3).unwrap();
+    let got = select! {
+        recv(rx) -> m => m.unwrap(),
+        default(Duration::from_secs(100)) => unreachable!(),
+    };
+    assert_eq!(got, 3);
+    // Only a default.
+    assert_eq!(select! { default => 7 }, 7);
+    assert_eq!(select! { default(Duration::from_millis(1)) => 8, }, 8);
+}
+
+#[test]
+fn macro_bodies_act_on_enclosing_code() {
+    let (tx, rx) = spsc::bounded::<i32>(4);
+    for i in 0..3 {
+        tx.send(i).unwrap();
+    }
+    drop(tx);
+    let mut seen = Vec::new();
+    loop {
+        select! {
+            recv(rx) -> m => match m {
+                Ok(v) => seen.push(v),
+                Err(_) => break,
+            },
+        }
+    }
+    assert_eq!(seen, [0, 1, 2]);
+
+    fn first(rx: &mpsc::Receiver<i32>) -> Result<i32, RecvError> {
+        loop {
+            select! {
+                recv(rx) -> m => return Ok(m? + 1),
+                default => thread::yield_now(),
+            }
+        }
+    }
+    let (tx, rx) = mpsc::bounded(1);
+    tx.send(1).unwrap();
+    assert_eq!(first(&rx), Ok(2));
+}
+
+#[test]
+fn macro_send_value_is_made_only_when_there_is_room() {
+    let (tx, _rx) = mpmc::bounded::<i32>(1);
+    tx.send(0).unwrap(); // full
+    let made = std::cell::Cell::new(false);
+    let r = select! {
+        send(tx, { made.set(true); 1 }) -> _ => 1,
+        default => 0,
+    };
+    assert_eq!(r, 0);
+    assert!(
+        !made.get(),
+        "the message of a send that was not ready was made"
+    );
+}
+
+#[test]
+fn macro_blocks_until_a_send_arrives() {
+    within(|| {
+        let (tx1, rx1) = spsc::bounded::<i32>(1);
+        let (tx2, rx2) = mpmc::bounded_with::<i32, Updt>(1);
+        let t = thread::spawn(move || {
+            thread::sleep(Duration::from_millis(20));
+            tx2.send(2).unwrap();
+            tx1
+        });
+        let got = select! {
+            recv(rx1) -> _ => unreachable!(),
+            recv(rx2) -> m => m.unwrap(),
+        };
+        assert_eq!(got, 2);
+        drop(t.join().unwrap());
+    });
+}
+
+#[test]
+fn macro_send_arm_blocks_until_room() {
+    within(|| {
+        let (tx1, rx1) = mpmc::bounded::<i32>(1);
+        let (tx2, rx2) = spsc::bounded_with::<i32, Updt>(1);
+        tx1.send(0).unwrap();
+        tx2.send(0).unwrap();
+        let t = thread::spawn(move || {
+            thread::sleep(Duration::from_millis(20));
+            assert_eq!(rx2.recv(), Ok(0));
+            rx2
+        });
+        let which = select! {
+            send(tx1, 1) -> _ => 1,
+            send(tx2, 2) -> res => { res.unwrap(); 2 }
+        };
+        assert_eq!(which, 2);
+        let rx2 = t.join().unwrap();
+        assert_eq!(rx2.recv(), Ok(2));
+        assert_eq!(rx1.recv(), Ok(0));
+    });
+}
+
+#[test]
+fn empty_select_with_default_timeout_waits() {
+    let start = Instant::now();
+    select! { default(Duration::from_millis(10)) => {} }
+    assert!(start.elapsed() >= Duration::from_millis(10));
+}
+
+// ---- the struct --------------------------------------------------------
+
+#[test]
+fn select_struct_recv_and_send() {
+    let (tx1, rx1) = spsc::bounded_with::<i32, Updt>(1);
+    let (tx2, rx2) = mpmc::bounded::<String>(1);
+    let mut sel = Select::new();
+    let a = sel.recv(&rx1);
+    let b = sel.send(&tx2);
+    // Only the send is ready.
+    let oper = sel.try_select().unwrap();
+    assert_eq!(oper.index(), b);
+    oper.send(&tx2, "x".to_string()).unwrap();
+    // Now neither.
+    assert_eq!(sel.try_select().err(), Some(TrySelectError));
+    assert_eq!(sel.try_ready(), Err(TryReadyError));
+    assert_eq!(
+        sel.select_timeout(Duration::from_millis(5)).err(),
+        Some(SelectTimeoutError)
+    );
+    assert_eq!(
+        sel.ready_timeout(Duration::from_millis(5)),
+        Err(ReadyTimeoutError)
+    );
+    tx1.send(4).unwrap();
+    assert_eq!(sel.ready(), a);
+    let oper = sel.select();
+    assert_eq!(oper.index(), a);
+    assert_eq!(oper.recv(&rx1), Ok(4));
+    assert_eq!(rx2.recv().unwrap(), "x");
+    // Removing an operation keeps the other's index.
+    sel.remove(a);
+    let oper = sel.select();
+    assert_eq!(oper.index(), b);
+    oper.send(&tx2, "y".into()).unwrap();
+    // Disconnected: the send is ready and gives the value back.
+    drop(rx2);
+    let oper = sel.select();
+    assert_eq!(oper.send(&tx2, "z".into()), Err(SendError("z".to_string())));
+}
+
+#[test]
+fn select_struct_recv_disconnected() {
+    let (tx, rx) = mpsc::bounded_with::<i32, Updt>(2);
+    tx.send(1).unwrap();
+    drop(tx);
+    let mut sel = Select::new_biased();
+    sel.recv(&rx);
+    assert_eq!(sel.select().recv(&rx), Ok(1));
+    assert_eq!(sel.select().recv(&rx), Err(RecvError));
+    assert_eq!(sel.try_ready(), Ok(0));
+}
+
+#[test]
+#[should_panic(expected = "passed a receiver that wasn't selected")]
+fn select_struct_wrong_receiver_panics() {
+    let (tx1, rx1) = mpmc::bounded::<i32>(1);
+    let (_tx2, rx2) = mpmc::bounded::<i32>(1);
+    tx1.send(1).unwrap();
+    let mut sel = Select::new();
+    sel.recv(&rx1);
+    let _ = sel.select().recv(&rx2);
+}
+
+#[test]
+fn selected_message_is_held_for_its_taker() {
+    // Two consumers of one mpmc channel: the one that selected the message
+    // gets it, even if the other receives in between.
+    let (tx, rx) = mpmc::bounded::<i32>(4);
+    let rx2 = rx.clone();
+    tx.send(1).unwrap();
+    tx.send(2).unwrap();
+    let mut sel = Select::new();
+    sel.recv(&rx);
+    let oper = sel.select();
+    assert_eq!(rx2.recv(), Ok(2));
+    assert_eq!(oper.recv(&rx), Ok(1));
+}
+
+#[test]
+fn unfinished_selected_operation_drops_its_message() {
+    let census = Census::new();
+    let (tx, rx) = mpmc::bounded::<Counted<u8>>(2);
+    tx.send(Counted::new(1, &census)).unwrap();
+    tx.send(Counted::new(2, &census)).unwrap();
+    let mut sel = Select::new();
+    sel.recv(&rx);
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let oper = sel.select();
+        drop(oper);
+    }));
+    // Crossbeam panics; so do we, in a debug build. Either way the message
+    // the selection took is dropped, once.
+    assert_eq!(outcome.is_err(), cfg!(debug_assertions));
+    assert_eq!(census.dropped(), 1);
+    // The next select is clean and gets the next message.
+    assert_eq!(sel.select().recv(&rx).unwrap().value, 2);
+    assert_eq!(census.dropped(), 2);
+}
+
+// ---- exactly once -------------------------------------------------------
+
+/// `producers` threads per channel, each sending `per` numbered messages,
+/// over a spsc-Updt, an mpsc-Cas, an spmc-Updt and an mpmc-Cas channel... as
+/// far as the modes allow: single-sender channels get one producer.
+/// `consumers` threads select over all four (half with the macro, half with
+/// `Select`); every message is received exactly once.
+fn exactly_once_over_mixed_channels(consumers: usize, per: u64) {
+    within(move || {
+        let (tx_a, rx_a) = spsc::bounded_with::<u64, Updt>(2);
+        let (tx_b, rx_b) = mpsc::bounded::<u64>(3);
+        let (tx_c, rx_c) = spmc::bounded_with::<u64, Updt>(1);
+        let (tx_d, rx_d) = mpmc::bounded::<u64>(4);
+        // Single-receiver channels (a, b) can have one consumer: consumer 0
+        // takes those and the shared ones; the others select over c and d.
+        let mut producers = Vec::new();
+        let mut id = 0u64;
+        let mut next = || {
+            id += 1;
+            id << 32
+        };
+        let base = next();
+        producers.push(thread::spawn(move || {
+            for i in 0..per {
+                tx_a.send(base + i).unwrap();
+            }
+        }));
+        for _ in 0..3 {
+            let tx = tx_b.clone();
+            let base = next();
+            producers.push(thread::spawn(move || {
+                for i in 0..per {
+                    tx.send(base + i).unwrap();
+                }
+            }));
+        }
+        drop(tx_b);
+        let base = next();
+        producers.push(thread::spawn(move || {
+            for i in 0..per {
+                tx_c.send(base + i).unwrap();
+            }
+        }));
+        for _ in 0..3 {
+            let tx = tx_d.clone();
+            let base = next();
+            producers.push(thread::spawn(move || {
+                for i in 0..per {
+                    tx.send(base + i).unwrap();
+                }
+            }));
+        }
+        drop(tx_d);
+        let n_producers = producers.len() as u64;
+
+        let mut handles = Vec::new();
+        for c in 1..consumers {
+            let (rx_c, rx_d) = (rx_c.clone(), rx_d.clone());
+            handles.push(thread::spawn(move || {
+                let mut got = Vec::new();
+                let (mut c_open, mut d_open) = (true, true);
+                while c_open || d_open {
+                    if c % 2 == 0 {
+                        select! {
+                            recv(rx_c) -> m => match m { Ok(v) => got.push(v), Err(_) => c_open = false },
+                            recv(rx_d) -> m => match m { Ok(v) => got.push(v), Err(_) => d_open = false },
+                        }
+                    } else {
+                        let mut sel = Select::new();
+                        let ic = sel.recv(&rx_c);
+                        let _id = sel.recv(&rx_d);
+                        let oper = sel.select();
+                        if oper.index() == ic {
+                            match oper.recv(&rx_c) {
+                                Ok(v) => got.push(v),
+                                Err(_) => c_open = false,
+                            }
+                        } else {
+                            match oper.recv(&rx_d) {
+                                Ok(v) => got.push(v),
+                                Err(_) => d_open = false,
+                            }
+                        }
+                    }
+                }
+                got
+            }));
+        }
+        // Consumer 0, here: all four channels, with a reused `Select` whose
+        // finished operations are removed.
+        let mut got = Vec::new();
+        {
+            let mut sel = Select::new();
+            let ops = [
+                sel.recv(&rx_a),
+                sel.recv(&rx_b),
+                sel.recv(&rx_c),
+                sel.recv(&rx_d),
+            ];
+            let mut open = 4;
+            while open > 0 {
+                let oper = sel.select();
+                let i = oper.index();
+                let r = if i == ops[0] {
+                    oper.recv(&rx_a)
+                } else if i == ops[1] {
+                    oper.recv(&rx_b)
+                } else if i == ops[2] {
+                    oper.recv(&rx_c)
+                } else {
+                    oper.recv(&rx_d)
+                };
+                match r {
+                    Ok(v) => got.push(v),
+                    Err(RecvError) => {
+                        sel.remove(i);
+                        open -= 1;
+                    }
+                }
+            }
+        }
+        for p in producers {
+            p.join().unwrap();
+        }
+        let mut all = got;
+        for h in handles {
+            all.extend(h.join().unwrap());
+        }
+        assert_eq!(all.len() as u64, n_producers * per, "count");
+        let sum: u64 = all.iter().sum();
+        let expected: u64 = (1..=n_producers)
+            .map(|p| (p << 32) * per + per * (per - 1) / 2)
+            .sum();
+        assert_eq!(sum, expected, "sum");
+        let distinct: HashSet<u64> = all.iter().copied().collect();
+        assert_eq!(distinct.len(), all.len(), "a message received twice");
+    });
+}
+
+#[test]
+fn exactly_once_one_selecting_consumer() {
+    exactly_once_over_mixed_channels(1, 20_000);
+}
+
+#[test]
+fn exactly_once_several_selecting_consumers() {
+    exactly_once_over_mixed_channels(5, 20_000);
+}
+
+/// Selecting senders and selecting receivers at once, both protocols: each
+/// producer selects a send over two mpmc channels, each consumer selects a
+/// receive over both.
+fn select_both_ends<P: Protocol>() {
+    within(|| {
+        const PRODUCERS: u64 = 3;
+        const CONSUMERS: usize = 3;
+        const PER: u64 = 20_000;
+        let (tx1, rx1) = mpmc::bounded_with::<u64, P>(2);
+        let (tx2, rx2) = mpmc::bounded_with::<u64, P>(1);
+        let producers: Vec<_> = (0..PRODUCERS)
+            .map(|p| {
+                let (tx1, tx2) = (tx1.clone(), tx2.clone());
+                thread::spawn(move || {
+                    for i in 0..PER {
+                        let v = p * PER + i;
+                        if i % 2 == 0 {
+                            select! {
+                                send(tx1, v) -> r => r.unwrap(),
+                                send(tx2, v) -> r => r.unwrap(),
+                            }
+                        } else {
+                            let mut sel = Select::new();
+                            let a = sel.send(&tx1);
+                            sel.send(&tx2);
+                            let oper = sel.select();
+                            if oper.index() == a {
+                                oper.send(&tx1, v).unwrap();
+                            } else {
+                                oper.send(&tx2, v).unwrap();
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        drop((tx1, tx2));
+        let consumers: Vec<_> = (0..CONSUMERS)
+            .map(|_| {
+                let (rx1, rx2) = (rx1.clone(), rx2.clone());
+                thread::spawn(move || {
+                    let (mut n, mut sum, mut open) = (0u64, 0u64, 2);
+                    let (mut o1, mut o2) = (true, true);
+                    while open > 0 {
+                        let r = select! {
+                            recv(rx1) -> m => m.map_err(|_| 1),
+                            recv(rx2) -> m => m.map_err(|_| 2),
+                        };
+                        match r {
+                            Ok(v) => {
+                                n += 1;
+                                sum += v;
+                            }
+                            Err(1) if o1 => {
+                                o1 = false;
+                                open -= 1;
+                            }
+                            Err(2) if o2 => {
+                                o2 = false;
+                                open -= 1;
+                            }
+                            Err(_) => {}
+                        }
+                    }
+                    (n, sum)
+                })
+            })
+            .collect();
+        drop((rx1, rx2));
+        for p in producers {
+            p.join().unwrap();
+        }
+        let (mut n, mut sum) = (0, 0);
+        for c in consumers {
+            let (cn, cs) = c.join().unwrap();
+            n += cn;
+            sum += cs;
+        }
+        let total = PRODUCERS * PER;
+        assert_eq!(n, total);
+        assert_eq!(sum, total * (total - 1) / 2);
+    });
+}
+
+#[test]
+fn select_on_both_ends_cas() {
+    select_both_ends::<Cas>();
+}
+
+#[test]
+fn select_on_both_ends_updt() {
+    select_both_ends::<Updt>();
+}
+
+/// Soak: drop-counted payloads over channels of several modes; consumers
+/// select for a while and then leave, dropping their receivers with
+/// messages still buffered. Every message is received exactly once or
+/// dropped exactly once (by the channel, or handed back to its sender).
+fn drop_counted_soak<P: Protocol>() {
+    within(|| {
+        let census = Census::new();
+        let received = Arc::new(AtomicUsize::new(0));
+        let ids = Arc::new(Mutex::new(HashSet::new()));
+        for round in 0..20u64 {
+            let (tx1, rx1) = mpmc::bounded_with::<Counted<u64>, P>(3);
+            let (tx2, rx2) = mpsc::bounded_with::<Counted<u64>, P>(2);
+            let (tx3, rx3) = spsc::bounded_with::<Counted<u64>, P>(1);
+            let stop = Arc::new(AtomicBool::new(false));
+            let mut producers = Vec::new();
+            for p in 0..2u64 {
+                let (tx1, tx2, census) = (tx1.clone(), tx2.clone(), census.clone());
+                producers.push(thread::spawn(move || {
+                    for i in 0.. {
+                        let id = (round << 40) | (p << 32) | i;
+                        let ok = if i % 2 == 0 {
+                            tx1.send(Counted::new(id, &census)).is_ok()
+                        } else {
+                            tx2.send(Counted::new(id, &census)).is_ok()
+                        };
+                        if !ok {
+                            break; // handed back, and dropped, in the error
+                        }
+                    }
+                }));
+            }
+            let census3 = census.clone();
+            producers.push(thread::spawn(move || {
+                for i in 0.. {
+                    let id = (round << 40) | (9 << 32) | i;
+                    if tx3.send(Counted::new(id, &census3)).is_err() {
+                        break;
+                    }
+                }
+            }));
+            drop((tx1, tx2));
+            let consumer = {
+                let (received, ids, stop) = (received.clone(), ids.clone(), stop.clone());
+                let rx1b = rx1.clone();
+                thread::spawn(move || {
+                    let mut mine = Vec::new();
+                    while !stop.load(Ordering::Relaxed) {
+                        select! {
+                            recv(rx1b) -> m => if let Ok(m) = m { mine.push(m.value) },
+                            recv(rx2) -> m => if let Ok(m) = m { mine.push(m.value) },
+                        }
+                    }
+                    received.fetch_add(mine.len(), Ordering::SeqCst);
+                    ids.lock().unwrap().extend(mine.iter().copied());
+                    mine.len()
+                })
+            };
+            let mut mine = Vec::new();
+            let mut sel = Select::new();
+            let i1 = sel.recv(&rx1);
+            let i3 = sel.recv(&rx3);
+            for _ in 0..2_000 {
+                let oper = sel.select();
+                let m = if oper.index() == i1 {
+                    oper.recv(&rx1)
+                } else {
+                    assert_eq!(oper.index(), i3);
+                    oper.recv(&rx3)
+                };
+                mine.push(m.unwrap().value);
+            }
+            drop(sel);
+            drop((rx1, rx3));
+            stop.store(true, Ordering::Relaxed);
+            // The consumer's channels lose their receivers when it leaves;
+            // the producers then fail and stop.
+            consumer.join().unwrap();
+            for p in producers {
+                p.join().unwrap();
+            }
+            received.fetch_add(mine.len(), Ordering::SeqCst);
+            let mut ids = ids.lock().unwrap();
+            let before = ids.len();
+            ids.extend(mine.iter().copied());
+            assert_eq!(ids.len(), before + mine.len(), "a message received twice");
+        }
+        // Every endpoint is gone: every message made has been dropped once
+        // (`Counted` panics on a second drop), and no receiver got one twice.
+        assert_eq!(census.made(), census.dropped(), "a message leaked");
+        assert_eq!(
+            ids.lock().unwrap().len(),
+            received.load(Ordering::SeqCst),
+            "a message received twice"
+        );
+        assert!(received.load(Ordering::SeqCst) >= 20 * 2_000);
+    });
+}
+
+#[test]
+fn drop_counted_soak_cas() {
+    drop_counted_soak::<Cas>();
+}
+
+#[test]
+fn drop_counted_soak_updt() {
+    drop_counted_soak::<Updt>();
+}
+
+// ---- fairness -------------------------------------------------------------
+
+#[test]
+fn macro_is_fair_between_ready_channels() {
+    const N: usize = 10_000;
+    let (tx1, rx1) = spsc::bounded_with::<u8, Updt>(1);
+    let (tx2, rx2) = mpmc::bounded::<u8>(1);
+    tx1.send(1).unwrap();
+    tx2.send(2).unwrap();
+    let mut counts = [0usize; 2];
+    for _ in 0..N {
+        // Both always ready: whichever is taken is refilled at once.
+        select! {
+            recv(rx1) -> m => { counts[0] += 1; tx1.send(m.unwrap()).unwrap(); }
+            recv(rx2) -> m => { counts[1] += 1; tx2.send(m.unwrap()).unwrap(); }
+        }
+    }
+    assert!(
+        counts.iter().all(|&c| c * 10 > N * 3),
+        "unfair: {counts:?} of {N}"
+    );
+}
+
+#[test]
+fn select_struct_is_fair_between_ready_channels() {
+    const N: usize = 10_000;
+    let (tx1, rx1) = mpsc::bounded_with::<u8, Updt>(1);
+    let (tx2, rx2) = spmc::bounded::<u8>(1);
+    let mut counts = [0usize; 2];
+    let mut sel = Select::new();
+    let a = sel.recv(&rx1);
+    let b = sel.send(&tx2);
+    tx1.send(0).unwrap();
+    for _ in 0..N {
+        // A receive and a send, both always ready.
+        let oper = sel.select();
+        if oper.index() == a {
+            counts[0] += 1;
+            tx1.send(oper.recv(&rx1).unwrap()).unwrap();
+        } else {
+            assert_eq!(oper.index(), b);
+            counts[1] += 1;
+            oper.send(&tx2, 0).unwrap();
+            rx2.recv().unwrap();
+        }
+    }
+    assert!(
+        counts.iter().all(|&c| c * 10 > N * 3),
+        "unfair: {counts:?} of {N}"
+    );
+}
+
+// ---- wake-ups -----------------------------------------------------------
+
+/// A select that timed out leaves no registration behind: the channel's next
+/// send wakes a receiver that is really blocked, at once (a stale entry
+/// would take the wake-one and leave it asleep).
+fn timed_out_select_leaves_no_waiter<M: Mode, P: Protocol>()
+where
+    swco_channel::Receiver<u32, M, P>: Send,
+    swco_channel::Sender<u32, M, P>: Send,
+{
+    within(|| {
+        let (tx, rx) = bounded_in::<u32, M, P>(1);
+        let (_tx2, rx2) = mpmc::bounded::<u32>(1);
+        for _ in 0..3 {
+            let r = select! {
+                recv(rx) -> _ => false,
+                recv(rx2) -> _ => false,
+                default(Duration::from_millis(5)) => true,
+            };
+            assert!(r);
+            let mut sel = Select::new();
+            sel.recv(&rx);
+            sel.recv(&rx2);
+            assert!(sel.select_timeout(Duration::from_millis(5)).is_err());
+        }
+        let started = Arc::new(Barrier::new(2));
+        let s = started.clone();
+        let waiter = thread::spawn(move || {
+            s.wait();
+            let got = rx.recv();
+            (got, Instant::now())
+        });
+        started.wait();
+        thread::sleep(Duration::from_millis(50)); // let it park
+        let sent = Instant::now();
+        tx.send(7).unwrap();
+        let (got, woke) = waiter.join().unwrap();
+        assert_eq!(got, Ok(7));
+        // Generous: a lost wake would hang until the guard fires.
+        assert!(woke.duration_since(sent) < Duration::from_secs(2));
+    });
+}
+
+#[test]
+fn timed_out_select_leaves_no_waiter_mpmc_cas() {
+    timed_out_select_leaves_no_waiter::<Mpmc, Cas>();
+}
+
+#[test]
+fn timed_out_select_leaves_no_waiter_spsc_updt() {
+    timed_out_select_leaves_no_waiter::<swco_channel::Spsc, Updt>();
+}
+
+/// The hand-on: a select woken by a wake-one on a channel whose operation
+/// it does not complete passes that wake to the channel's next waiter.
+///
+/// Each round, a select waits on two mpmc channels, and a plain receiver
+/// blocks in `recv` on the first. The feeder sends on the second channel,
+/// then on the first. Whenever the select takes the second channel's
+/// message after the first channel's wake-one chose it (it registered
+/// first), it must hand that wake to the plain receiver, or the plain
+/// receiver sleeps for ever beside a buffered message. (When the select
+/// takes the first channel's message instead, the feeder sends the plain
+/// receiver another one and drains the second channel.)
+fn wake_is_handed_on<P: Protocol>() {
+    within(|| {
+        const ROUNDS: usize = 3_000;
+        let (tx1, rx1) = mpmc::bounded_with::<u32, P>(1);
+        let (tx2, rx2) = mpmc::bounded_with::<u32, P>(1);
+        let plain_rx = rx1.clone();
+        let feeder_rx2 = rx2.clone();
+        let (sel_go_tx, sel_go_rx) = mpmc::bounded::<()>(1);
+        let (plain_go_tx, plain_go_rx) = mpmc::bounded::<()>(1);
+        let (sel_done_tx, sel_done_rx) = mpmc::bounded::<u32>(1);
+        let (plain_done_tx, plain_done_rx) = mpmc::bounded::<()>(1);
+        let selector = thread::spawn(move || {
+            let mut round = 0;
+            while sel_go_rx.recv().is_ok() {
+                plain_go_tx.send(()).unwrap();
+                let took = if round % 2 == 0 {
+                    select! {
+                        recv(rx1) -> m => m.unwrap(),
+                        recv(rx2) -> m => m.unwrap(),
+                    }
+                } else {
+                    let mut sel = Select::new();
+                    let first = sel.recv(&rx1);
+                    sel.recv(&rx2);
+                    let oper = sel.select();
+                    if oper.index() == first {
+                        oper.recv(&rx1).unwrap()
+                    } else {
+                        oper.recv(&rx2).unwrap()
+                    }
+                };
+                sel_done_tx.send(took).unwrap();
+                round += 1;
+            }
+        });
+        let plain = thread::spawn(move || {
+            while plain_go_rx.recv().is_ok() {
+                assert_eq!(plain_rx.recv(), Ok(1));
+                plain_done_tx.send(()).unwrap();
+            }
+        });
+        let mut took_second = 0;
+        for round in 0..ROUNDS {
+            sel_go_tx.send(()).unwrap();
+            // Let the two block first, for a varying while.
+            for _ in 0..(round % 64) * 64 {
+                std::hint::spin_loop();
+            }
+            if round % 8 == 0 {
+                thread::sleep(Duration::from_micros(200));
+            }
+            tx2.send(2).unwrap();
+            tx1.send(1).unwrap();
+            if sel_done_rx.recv().unwrap() == 1 {
+                tx1.send(1).unwrap();
+                assert_eq!(feeder_rx2.recv(), Ok(2));
+            } else {
+                took_second += 1;
+            }
+            plain_done_rx.recv().unwrap();
+        }
+        assert!(took_second > 0, "the select never took the second channel");
+        drop(sel_go_tx);
+        selector.join().unwrap();
+        plain.join().unwrap();
+    });
+}
+
+#[test]
+fn wake_is_handed_on_cas() {
+    wake_is_handed_on::<Cas>();
+}
+
+#[test]
+fn wake_is_handed_on_updt() {
+    wake_is_handed_on::<Updt>();
+}
+
+#[test]
+#[should_panic]
+fn zero_capacity_channels_are_refused() {
+    // A rendezvous channel (or, where capacity 0 is refused, the channel's
+    // own constructor) panics rather than a select that never sees the
+    // operation ready.
+    let (_tx, rx) = mpmc::bounded::<u8>(0);
+    let mut sel = Select::new();
+    sel.recv(&rx);
+}
+
+/// The same endpoint in two operations of one select: both register (a
+/// single-endpoint side queues the second registration behind the first),
+/// a blocked select is still woken, and it leaves nothing behind.
+fn same_endpoint_twice<M: Mode, P: Protocol>()
+where
+    swco_channel::Receiver<u32, M, P>: Send,
+    swco_channel::Sender<u32, M, P>: Send,
+{
+    within(|| {
+        let (mut tx, rx) = bounded_in::<u32, M, P>(1);
+        for round in 0..50 {
+            let t = thread::spawn(move || {
+                thread::sleep(Duration::from_micros(200));
+                tx.send(round).unwrap();
+                tx
+            });
+            let got = if round % 2 == 0 {
+                select! {
+                    recv(rx) -> m => m.unwrap(),
+                    recv(rx) -> m => m.unwrap(),
+                }
+            } else {
+                let mut sel = Select::new();
+                sel.recv(&rx);
+                sel.recv(&rx);
+                sel.select().recv(&rx).unwrap()
+            };
+            assert_eq!(got, round);
+            tx = t.join().unwrap();
+        }
+        // Nothing left registered: a plain blocked receive is still woken.
+        let t = thread::spawn(move || rx.recv());
+        thread::sleep(Duration::from_millis(20));
+        tx.send(99).unwrap();
+        assert_eq!(t.join().unwrap(), Ok(99));
+    });
+}
+
+#[test]
+fn same_endpoint_twice_spsc() {
+    same_endpoint_twice::<swco_channel::Spsc, Updt>();
+}
+
+#[test]
+fn same_endpoint_twice_mpmc() {
+    same_endpoint_twice::<Mpmc, Cas>();
+}

@@ -1,0 +1,385 @@
+//! Async-endpoint models: a pending future holds a registration between
+//! polls, and dropping it (cancellation) must neither lose a message or a
+//! wake-up nor leave a stale waiter behind to swallow the next wake-one.
+//!
+//! Each model polls a future by hand, once (it registers and returns
+//! `Pending`), then drops it while the peer's operation races the drop; then
+//! a *blocking* operation of the same side must complete. A message taken
+//! but not returned, a wake kept by the dropped future, or a stale
+//! registration that swallows the peer's wake leaves the blocking operation
+//! parked for ever, which loom reports as a deadlock.
+//!
+//! The receive models run on `spsc` (`WaiterSlot<true>`), `mpsc`
+//! (`WaiterSlot<false>`) and `mpmc` (`WaitList`), the send models on
+//! `spsc`, `spmc` and `mpmc`, each for both protocols. Two more: a future
+//! chosen by a wake-one and then dropped must hand the wake on to a blocked
+//! receiver (`WaitList`), and a *leaked* pending future on a lone side must
+//! not make the side's retirement race a peer reading the kept waker.
+#![cfg(loom)]
+
+#[macro_use]
+mod common;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+
+use loom::sync::atomic::AtomicBool;
+use loom::thread;
+use swco_channel::{bounded_in, Cas, ManyConsumers, Mode, Mpmc, Mpsc, Protocol, Spmc, Spsc, Updt};
+
+/// A waker that records that it was woken, in a loom atomic: a task that
+/// sees the flag set has synchronised with the wake, as with a real
+/// executor's waker.
+#[derive(Default)]
+struct Flag(AtomicBool);
+
+impl Wake for Flag {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.store(true, SeqCst);
+    }
+}
+
+fn flag_waker() -> (Arc<Flag>, Waker) {
+    let flag = Arc::new(Flag::default());
+    (flag.clone(), Waker::from(flag))
+}
+
+/// Waits (yielding to the other loom threads) until `flag` is set. A lost
+/// wake-up makes this wait for ever, which loom reports. (A load, not a
+/// `swap`: a spin of read-modify-writes fills loom's bounded store history,
+/// and loom then let a thread's load miss its own store of `true`.)
+fn wait_woken(flag: &Flag) {
+    while !flag.0.load(SeqCst) {
+        thread::yield_now();
+    }
+}
+
+fn poll_once<F: Future + Unpin>(fut: &mut F, waker: &Waker) -> Poll<F::Output> {
+    Pin::new(fut).poll(&mut Context::from_waker(waker))
+}
+
+/// A receive future polled once on an empty ring, then dropped, while a
+/// sender's `send` races poll and drop; then the receiver blocks in `recv`.
+/// It must get the message: either the future returned it, or it is still
+/// in the ring, and a wake the future was chosen for was not lost with it.
+fn recv_future_dropped_racing_send<M: Mode, P: Protocol>() {
+    let (tx, rx) = bounded_in::<u32, M, P>(1);
+    // The sender is returned, so that the receiver never sees a disconnect.
+    let sender = thread::spawn(move || {
+        tx.send(1).expect("receiver alive");
+        tx
+    });
+    let (_, waker) = flag_waker();
+    let mut fut = rx.recv_async();
+    let early = match poll_once(&mut fut, &waker) {
+        Poll::Ready(got) => Some(got.expect("sender alive")),
+        Poll::Pending => None,
+    };
+    drop(fut);
+    let got = match early {
+        Some(got) => got,
+        None => rx.recv().expect("sender alive"),
+    };
+    assert_eq!(got, 1);
+    let tx = sender.join().expect("sender panicked");
+    assert!(rx.try_recv().is_err(), "received twice");
+    drop(tx);
+}
+
+/// A send future polled once on a full ring (one slot, filled first), then
+/// dropped with its message, while a receiver's two `recv`s race poll and
+/// drop; if it did not complete, the sender then blocks in `send`. The
+/// receiver gets the first message and exactly one of the other two.
+fn send_future_dropped_racing_recv<M: Mode, P: Protocol>() {
+    let (tx, rx) = bounded_in::<u32, M, P>(1);
+    tx.try_send(0).expect("an empty ring has room");
+    let receiver = thread::spawn(move || {
+        let first = rx.recv().expect("sender alive");
+        let second = rx.recv().expect("sender alive");
+        (first, second, rx)
+    });
+    let (_, waker) = flag_waker();
+    let mut fut = tx.send_async(1);
+    let sent = poll_once(&mut fut, &waker);
+    drop(fut);
+    let expected = match sent {
+        Poll::Ready(r) => {
+            r.expect("receiver alive");
+            1
+        }
+        Poll::Pending => {
+            tx.send(2).expect("receiver alive");
+            2
+        }
+    };
+    let (first, second, rx) = receiver.join().expect("receiver panicked");
+    assert_eq!((first, second), (0, expected));
+    drop((tx, rx));
+}
+
+/// A receive future polled, then at once polled again (spuriously: on a
+/// lone side its registration stands, and it retries while registered),
+/// then, while still pending, polled once more only when woken; a sender's
+/// `send` races all of it. Once woken it must be ready.
+fn recv_future_repolled<M: Mode, P: Protocol>() {
+    let (tx, rx) = bounded_in::<u32, M, P>(1);
+    let sender = thread::spawn(move || {
+        tx.send(1).expect("receiver alive");
+        tx
+    });
+    let (flag, waker) = flag_waker();
+    let mut fut = rx.recv_async();
+    let mut got = None;
+    for _ in 0..2 {
+        if let Poll::Ready(r) = poll_once(&mut fut, &waker) {
+            got = Some(r.expect("sender alive"));
+            break;
+        }
+    }
+    let got = got.unwrap_or_else(|| {
+        wait_woken(&flag);
+        match poll_once(&mut fut, &waker) {
+            Poll::Ready(r) => r.expect("sender alive"),
+            Poll::Pending => panic!("woken, but the message is not there"),
+        }
+    });
+    drop(fut);
+    assert_eq!(got, 1);
+    let tx = sender.join().expect("sender panicked");
+    assert!(rx.try_recv().is_err(), "received twice");
+    drop(tx);
+}
+
+/// The send side of [`recv_future_repolled`]: a send future on a full ring
+/// (one slot, filled first) polled twice, then again when woken, while a
+/// receiver takes both messages.
+fn send_future_repolled<M: Mode, P: Protocol>() {
+    let (tx, rx) = bounded_in::<u32, M, P>(1);
+    tx.try_send(0).expect("an empty ring has room");
+    let receiver = thread::spawn(move || {
+        let first = rx.recv().expect("sender alive");
+        let second = rx.recv().expect("sender alive");
+        (first, second, rx)
+    });
+    let (flag, waker) = flag_waker();
+    let mut fut = tx.send_async(1);
+    let mut sent = false;
+    for _ in 0..2 {
+        if let Poll::Ready(r) = poll_once(&mut fut, &waker) {
+            r.expect("receiver alive");
+            sent = true;
+            break;
+        }
+    }
+    if !sent {
+        wait_woken(&flag);
+        match poll_once(&mut fut, &waker) {
+            Poll::Ready(r) => r.expect("receiver alive"),
+            Poll::Pending => panic!("woken, but there is no room"),
+        }
+    }
+    drop(fut);
+    let (first, second, rx) = receiver.join().expect("receiver panicked");
+    assert_eq!((first, second), (0, 1));
+    drop((tx, rx));
+}
+
+/// Several receivers: a future registers first (the ring is empty and no
+/// sender runs yet), a blocking receiver races it on another thread; the
+/// send chooses the oldest waiter, the future, which is dropped without
+/// being polled again. Its wake must go to the blocked receiver.
+fn chosen_recv_future_hands_on<M: ManyConsumers, P: Protocol>() {
+    let (tx, rx) = bounded_in::<u32, M, P>(1);
+    let rx2 = rx.clone();
+    let (_, waker) = flag_waker();
+    let mut fut = rx.recv_async();
+    assert!(poll_once(&mut fut, &waker).is_pending());
+    let receiver = thread::spawn(move || rx2.recv().expect("sender alive"));
+    tx.send(1).expect("receivers alive");
+    drop(fut);
+    assert_eq!(receiver.join().expect("receiver panicked"), 1);
+    drop((tx, rx));
+}
+
+/// A pending receive future on a lone receiver is leaked (`mem::forget`),
+/// so its registration stays in the receiver side's slot; then the receiver
+/// is dropped (retiring the slot, which drops the kept waker) while a send
+/// races it (and may be reading that waker to wake the leaked waiter).
+fn leaked_recv_future_then_retire<M: Mode, P: Protocol>() {
+    let (tx, rx) = bounded_in::<u32, M, P>(1);
+    let (_, waker) = flag_waker();
+    let mut fut = rx.recv_async();
+    assert!(poll_once(&mut fut, &waker).is_pending());
+    std::mem::forget(fut);
+    let sender = thread::spawn(move || {
+        // Either outcome: the receiver may already be gone.
+        let _ = tx.send(1);
+    });
+    drop(rx);
+    sender.join().expect("sender panicked");
+}
+
+// Two loom threads each, small enough for bound 3 (the whole file runs in
+// about ten seconds in release); the blocking models use 1 or 2 because
+// they have more threads.
+model!(
+    cas_spsc_recv_future_dropped,
+    3,
+    recv_future_dropped_racing_send::<Spsc, Cas>()
+);
+model!(
+    updt_spsc_recv_future_dropped,
+    3,
+    recv_future_dropped_racing_send::<Spsc, Updt>()
+);
+model!(
+    cas_mpsc_recv_future_dropped,
+    3,
+    recv_future_dropped_racing_send::<Mpsc, Cas>()
+);
+model!(
+    updt_mpsc_recv_future_dropped,
+    3,
+    recv_future_dropped_racing_send::<Mpsc, Updt>()
+);
+model!(
+    cas_mpmc_recv_future_dropped,
+    3,
+    recv_future_dropped_racing_send::<Mpmc, Cas>()
+);
+model!(
+    updt_mpmc_recv_future_dropped,
+    3,
+    recv_future_dropped_racing_send::<Mpmc, Updt>()
+);
+
+model!(
+    cas_spsc_send_future_dropped,
+    3,
+    send_future_dropped_racing_recv::<Spsc, Cas>()
+);
+model!(
+    updt_spsc_send_future_dropped,
+    3,
+    send_future_dropped_racing_recv::<Spsc, Updt>()
+);
+model!(
+    cas_spmc_send_future_dropped,
+    3,
+    send_future_dropped_racing_recv::<Spmc, Cas>()
+);
+model!(
+    updt_spmc_send_future_dropped,
+    3,
+    send_future_dropped_racing_recv::<Spmc, Updt>()
+);
+model!(
+    cas_mpmc_send_future_dropped,
+    3,
+    send_future_dropped_racing_recv::<Mpmc, Cas>()
+);
+model!(
+    updt_mpmc_send_future_dropped,
+    3,
+    send_future_dropped_racing_recv::<Mpmc, Updt>()
+);
+
+model!(
+    cas_mpmc_chosen_recv_future_hands_on,
+    3,
+    chosen_recv_future_hands_on::<Mpmc, Cas>()
+);
+model!(
+    updt_mpmc_chosen_recv_future_hands_on,
+    3,
+    chosen_recv_future_hands_on::<Mpmc, Updt>()
+);
+
+model!(
+    cas_spsc_leaked_recv_future,
+    3,
+    leaked_recv_future_then_retire::<Spsc, Cas>()
+);
+model!(
+    updt_spsc_leaked_recv_future,
+    3,
+    leaked_recv_future_then_retire::<Spsc, Updt>()
+);
+model!(
+    cas_mpsc_leaked_recv_future,
+    3,
+    leaked_recv_future_then_retire::<Mpsc, Cas>()
+);
+model!(
+    updt_mpsc_leaked_recv_future,
+    3,
+    leaked_recv_future_then_retire::<Mpsc, Updt>()
+);
+
+model!(
+    cas_spsc_recv_future_repolled,
+    3,
+    recv_future_repolled::<Spsc, Cas>()
+);
+model!(
+    updt_spsc_recv_future_repolled,
+    3,
+    recv_future_repolled::<Spsc, Updt>()
+);
+model!(
+    cas_mpsc_recv_future_repolled,
+    3,
+    recv_future_repolled::<Mpsc, Cas>()
+);
+model!(
+    updt_mpsc_recv_future_repolled,
+    3,
+    recv_future_repolled::<Mpsc, Updt>()
+);
+model!(
+    cas_mpmc_recv_future_repolled,
+    3,
+    recv_future_repolled::<Mpmc, Cas>()
+);
+model!(
+    updt_mpmc_recv_future_repolled,
+    3,
+    recv_future_repolled::<Mpmc, Updt>()
+);
+
+model!(
+    cas_spsc_send_future_repolled,
+    3,
+    send_future_repolled::<Spsc, Cas>()
+);
+model!(
+    updt_spsc_send_future_repolled,
+    3,
+    send_future_repolled::<Spsc, Updt>()
+);
+model!(
+    cas_spmc_send_future_repolled,
+    3,
+    send_future_repolled::<Spmc, Cas>()
+);
+model!(
+    updt_spmc_send_future_repolled,
+    3,
+    send_future_repolled::<Spmc, Updt>()
+);
+model!(
+    cas_mpmc_send_future_repolled,
+    3,
+    send_future_repolled::<Mpmc, Cas>()
+);
+model!(
+    updt_mpmc_send_future_repolled,
+    3,
+    send_future_repolled::<Mpmc, Updt>()
+);

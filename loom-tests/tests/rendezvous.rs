@@ -1,0 +1,87 @@
+//! Zero-capacity (rendezvous) models, both protocols: a hand-off between a
+//! blocking sender and a blocking receiver (each may arrive first, and each
+//! may have to park), and disconnection racing a blocked party. A lost
+//! wake-up leaves a thread parked for ever, which loom reports as a
+//! deadlock; a message delivered twice, lost, or dropped twice fails an
+//! assertion.
+#![cfg(loom)]
+
+#[macro_use]
+mod common;
+
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+
+use common::Tracked;
+use loom::thread;
+use swco_channel::{bounded_in, Cas, Mode, Mpmc, Protocol, Spsc, Updt};
+
+/// Two messages through a rendezvous: the sender's second send can only
+/// start once the receiver took the first, so both sides block in turn.
+fn hand_off<M: Mode, P: Protocol>() {
+    let (tx, rx) = bounded_in::<u32, M, P>(0);
+    let sender = thread::spawn(move || {
+        tx.send(1).expect("the receiver is alive");
+        tx.send(2).expect("the receiver is alive");
+    });
+    assert_eq!(rx.recv(), Ok(1));
+    assert_eq!(rx.recv(), Ok(2));
+    sender.join().unwrap();
+    // The sender is gone and left nothing behind.
+    assert!(rx.recv().is_err());
+}
+
+/// A sender offers one message and drops its endpoint; the receiver takes
+/// the message (the send completed only if it did) and then sees the
+/// disconnection.
+fn hand_off_then_disconnect<M: Mode, P: Protocol>() {
+    let drops = std::sync::Arc::new(AtomicU64::new(0));
+    let (tx, rx) = bounded_in::<Tracked, M, P>(0);
+    let d = drops.clone();
+    let sender = thread::spawn(move || tx.send(Tracked::new(0, &d)).is_ok());
+    let got = rx.recv();
+    assert!(got.is_ok(), "the sender's message was lost");
+    drop(got);
+    assert!(rx.recv().is_err());
+    assert!(sender.join().unwrap(), "received but the send failed");
+    assert_eq!(drops.load(SeqCst), 1, "dropped exactly once");
+}
+
+/// The receiver goes away while a sender offers: the sender gets its
+/// message back (nobody ever receives), and it is dropped exactly once.
+fn receiver_gone_gives_the_message_back<M: Mode, P: Protocol>() {
+    let drops = std::sync::Arc::new(AtomicU64::new(0));
+    let (tx, rx) = bounded_in::<Tracked, M, P>(0);
+    let d = drops.clone();
+    let sender = thread::spawn(move || {
+        let back = tx.send(Tracked::new(0, &d)).expect_err("nobody receives");
+        drop(back.into_inner());
+    });
+    drop(rx);
+    sender.join().unwrap();
+    assert_eq!(drops.load(SeqCst), 1, "dropped exactly once");
+}
+
+model!(cas_spsc_rendezvous_hand_off, 4, hand_off::<Spsc, Cas>());
+model!(updt_spsc_rendezvous_hand_off, 3, hand_off::<Spsc, Updt>());
+model!(cas_mpmc_rendezvous_hand_off, 4, hand_off::<Mpmc, Cas>());
+model!(updt_mpmc_rendezvous_hand_off, 3, hand_off::<Mpmc, Updt>());
+model!(
+    cas_spsc_rendezvous_hand_off_then_disconnect,
+    4,
+    hand_off_then_disconnect::<Spsc, Cas>()
+);
+model!(
+    updt_spsc_rendezvous_hand_off_then_disconnect,
+    3,
+    hand_off_then_disconnect::<Spsc, Updt>()
+);
+model!(
+    cas_mpmc_rendezvous_receiver_gone,
+    4,
+    receiver_gone_gives_the_message_back::<Mpmc, Cas>()
+);
+model!(
+    updt_mpmc_rendezvous_receiver_gone,
+    3,
+    receiver_gone_gives_the_message_back::<Mpmc, Updt>()
+);
