@@ -143,3 +143,58 @@ fn cancelling_coroutines_blocked_in_a_rendezvous_drops_each_message_once() {
     assert!(idle_tx.try_send(Counted(dropped.clone())).is_err());
     assert_eq!(dropped.load(Ordering::SeqCst), N + 1);
 }
+
+/// Two coroutines on one executor meet through a rendezvous channel with
+/// `select!` on both ends (a selecting sender, a selecting receiver that
+/// also watches a second channel), and an async-free blocking peer on the
+/// second channel: every message once, in both protocols.
+fn selects_meet_on_one_executor<P: Protocol>() {
+    const N: u64 = 2_000;
+    let rt = Runtime::builder().executors(1).build().unwrap();
+    let (tx, rx) = mpmc::bounded_with::<u64, P>(0);
+    let (side_tx, side_rx) = spsc::bounded_with::<u64, P>(0);
+    let keep = tx.clone();
+    let sender = rt
+        .spawn_on(0, move || {
+            for i in 0..N {
+                swco::channel::select! {
+                    send(tx, i) -> res => res.unwrap(),
+                }
+            }
+        })
+        .unwrap();
+    let side = rt
+        .spawn_on(0, move || {
+            for i in 0..N {
+                side_tx.send(N + i).unwrap();
+            }
+            side_tx
+        })
+        .unwrap();
+    let receiver = rt
+        .spawn_on(0, move || {
+            let (mut count, mut sum) = (0u64, 0u64);
+            while count < 2 * N {
+                let v = swco::channel::select! {
+                    recv(rx) -> v => v.unwrap(),
+                    recv(side_rx) -> v => v.unwrap(),
+                };
+                count += 1;
+                sum += v;
+            }
+            (count, sum)
+        })
+        .unwrap();
+    sender.join().unwrap();
+    let side_tx = side.join().unwrap();
+    let (count, sum) = receiver.join().unwrap();
+    assert_eq!(count, 2 * N);
+    assert_eq!(sum, (2 * N) * (2 * N - 1) / 2);
+    drop((keep, side_tx));
+}
+
+#[test]
+fn selects_meet_in_a_rendezvous_between_coroutines() {
+    selects_meet_on_one_executor::<Cas>();
+    selects_meet_on_one_executor::<Updt>();
+}

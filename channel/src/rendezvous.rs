@@ -27,7 +27,14 @@
 //! 4. **Disconnection** stores the side's flag, then dismisses every packet
 //!    of the other side under the lock. A party checks the flag under the
 //!    same lock before queuing, so it either sees the flag or is dismissed.
-//! 5. **Add-only friendly.** The lock is the protocol's lock (an add-only
+//! 5. **A select waits with one packet per rendezvous receive**, all
+//!    sharing one [`Token`]. A peer that pops such a packet first decides
+//!    the token for it; if the token was already decided (the select
+//!    completed another operation, or another peer served another of its
+//!    packets), the packet is stale: the peer marks it `DISMISSED` and
+//!    moves on. The select decides the token itself (`CLOSED`) before it
+//!    completes anything else, so at most one of its operations completes.
+//! 6. **Add-only friendly.** The lock is the protocol's lock (an add-only
 //!    claim for `Updt`), and the only words read outside it are
 //!    [`UpdtCell`]s (loads and stores), so an `Updt` rendezvous channel
 //!    uses no CAS, swap or fetch-and-add-with-result.
@@ -42,7 +49,7 @@ use std::time::Instant;
 use crate::hook::Park;
 use crate::lock::RawLock;
 use crate::sync::{Arc, Ordering, UnsafeCell};
-use crate::updt::UpdtCell;
+use crate::updt::{UpdtCell, UpdtClaim};
 
 thread_local! {
     /// A panic caught where unwinding would drop a message twice, to go on
@@ -78,6 +85,54 @@ const DONE: usize = 1;
 /// The other side disconnected while the packet was queued.
 const DISMISSED: usize = 2;
 
+/// One blocked select's claim on its outcome, shared by the packets it
+/// queued (invariant 5). An add-only claim guards it, whatever the
+/// channels' protocols, so no CAS is reachable from an `Updt` channel.
+pub(crate) struct Token {
+    claim: UpdtClaim,
+    /// 0 while open; `i + 1` once a peer served the packet of operation
+    /// `i`; [`CLOSED`] once the select decided for itself.
+    decided: UpdtCell,
+}
+
+const CLOSED: usize = usize::MAX;
+
+impl Token {
+    pub(crate) fn new() -> Arc<Token> {
+        Arc::new(Token {
+            claim: UpdtClaim::new(),
+            decided: UpdtCell::new(0),
+        })
+    }
+
+    /// Decides the token for `value` if it is still open.
+    fn decide(&self, value: usize) -> bool {
+        self.claim.claim();
+        // Relaxed: under the claim, which orders every store to it.
+        let open = self.decided.load(Ordering::Relaxed) == 0;
+        if open {
+            self.decided.store(value, Ordering::Relaxed);
+        }
+        self.claim.undo();
+        open
+    }
+
+    /// The select decides for itself: `Ok` if nobody served one of its
+    /// packets first, else `Err(i)`: operation `i`'s packet was served (its
+    /// peer holds that rendezvous's lock until the packet is settled, so
+    /// withdrawing it returns what it got).
+    pub(crate) fn close(&self) -> Result<(), usize> {
+        if self.decide(CLOSED) {
+            return Ok(());
+        }
+        self.claim.claim();
+        let decided = self.decided.load(Ordering::Relaxed);
+        self.claim.undo();
+        debug_assert!(decided != 0 && decided != CLOSED);
+        Err(decided - 1)
+    }
+}
+
 /// A waiting party's place in the rendezvous.
 pub(crate) struct Packet<T> {
     /// `WAITING`, `DONE` or `DISMISSED`; stored under the lock (Release),
@@ -89,6 +144,8 @@ pub(crate) struct Packet<T> {
     /// Wakes the owner. Replaced (under the lock) when an async owner is
     /// polled with another waker.
     waker: UnsafeCell<Waker>,
+    /// A select's packet: its token and the operation's index.
+    token: Option<(Arc<Token>, usize)>,
 }
 
 // SAFETY: the cells are touched under the rendezvous lock, or by the owner
@@ -99,11 +156,12 @@ unsafe impl<T: Send> Sync for Packet<T> {}
 unsafe impl<T: Send> Send for Packet<T> {}
 
 impl<T> Packet<T> {
-    fn new(msg: Option<T>, waker: Waker) -> Arc<Self> {
+    fn new(msg: Option<T>, waker: Waker, token: Option<(Arc<Token>, usize)>) -> Arc<Self> {
         Arc::new(Packet {
             state: UpdtCell::new(WAITING),
             msg: UnsafeCell::new(msg),
             waker: UnsafeCell::new(waker),
+            token,
         })
     }
 
@@ -236,7 +294,15 @@ impl<T, L: RawLock> Rendezvous<T, L> {
                 Side::Send => &mut q.receivers,
                 Side::Recv => &mut q.senders,
             };
-            if let Some(peer) = peers.pop_front() {
+            while let Some(peer) = peers.pop_front() {
+                if let Some((token, index)) = &peer.token {
+                    if !token.decide(index + 1) {
+                        // Stale: its select completed something else.
+                        // Release: see `look`.
+                        peer.state.store(DISMISSED, Ordering::Release);
+                        continue;
+                    }
+                }
                 // SAFETY: under the lock, on a packet still WAITING (a
                 // queued packet is WAITING): nobody else touches it.
                 peer.msg.with_mut(|m| unsafe {
@@ -251,13 +317,15 @@ impl<T, L: RawLock> Rendezvous<T, L> {
                 self.store_lens(q);
                 return Ok(peer);
             }
+            // Stale packets may have been dropped from the queue above.
+            self.store_lens(q);
             if other_gone() {
                 return Err(None);
             }
             let Some(make_waker) = waker else {
                 return Err(None);
             };
-            let packet = Packet::new(msg.take(), make_waker());
+            let packet = Packet::new(msg.take(), make_waker(), None);
             let queue = match side {
                 Side::Send => &mut q.senders,
                 Side::Recv => &mut q.receivers,
@@ -290,6 +358,23 @@ impl<T, L: RawLock> Rendezvous<T, L> {
             Err(None) if other_gone() => Arrival::Disconnected(msg),
             Err(None) => Arrival::Nobody(msg),
         }
+    }
+
+    /// A blocked select queues a receiver's packet for its operation
+    /// `index`, decided through `token` (invariant 5). It does not serve a
+    /// waiting sender: the select's re-check sees one.
+    pub(crate) fn queue_select(
+        &self,
+        waker: Waker,
+        token: &Arc<Token>,
+        index: usize,
+    ) -> Arc<Packet<T>> {
+        let packet = Packet::new(None, waker, Some((token.clone(), index)));
+        self.locked(|q| {
+            q.receivers.push_back(packet.clone());
+            self.store_lens(q);
+        });
+        packet
     }
 
     /// Looks at a queued packet's state, without the lock.

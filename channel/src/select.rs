@@ -30,6 +30,19 @@
 //!    every registration if the park unwinds (a coroutine cancelled at
 //!    shutdown), so nothing a select registered outlives it.
 //!
+//! # Rendezvous channels
+//!
+//! On a zero-capacity channel a receive is ready when a sender waits in the
+//! rendezvous, and a send when a receiver does. A blocked select also waits
+//! *in* the rendezvous for each of its receives, with a packet per receive,
+//! all sharing one token: a sender that arrives (a thread, a coroutine, a
+//! future, or another select's send) decides the token for the packet it
+//! serves, and the select decides it for itself before it completes
+//! anything else, so exactly one operation completes (`rendezvous.rs`,
+//! invariant 5). Sends do not wait in the rendezvous (a `Select` send has
+//! no message yet), so two selects meet through the receiving one's packet;
+//! `ready` does not queue packets (a served packet consumes).
+//!
 //! # Exactly once
 //!
 //! A receive is selected by receiving: the message is taken out of the
@@ -46,6 +59,8 @@ use std::time::{Duration, Instant};
 use crate::backoff::Backoff;
 use crate::error::{RecvError, SendError, TryRecvError, TrySendError};
 use crate::hook::{self, Park};
+use crate::rendezvous::{Packet, Settled, Side, Token};
+use crate::sync::Arc;
 use crate::sync::{fence, Ordering};
 use crate::waker::Waiters;
 use crate::{Mode, Protocol, Receiver, Sender};
@@ -112,6 +127,23 @@ pub(crate) trait Op {
 
     /// Drops whatever a selected receive still holds.
     fn discard(&mut self);
+
+    /// Whether the operation is a receive on a zero-capacity channel: a
+    /// blocked select then waits for it with a packet in the rendezvous
+    /// (see `rendezvous.rs`, invariant 5), so that a peer select, future
+    /// or thread on the other end can meet it.
+    fn waits_in_rendezvous(&self) -> bool {
+        false
+    }
+
+    /// Queues this operation's packet, decided through `token`.
+    fn queue_packet(&mut self, _park: &dyn Park, _token: &Arc<Token>, _index: usize) {}
+
+    /// Takes the packet back, once the token is decided. `served`: this
+    /// operation was completed through it, so keep what it got; otherwise
+    /// a message it got anyway (only while unwinding) goes on to the next
+    /// receiver.
+    fn settle_packet(&mut self, _served: bool) {}
 }
 
 type RxTicket<M, P> = <<M as Mode>::RxWait<P> as Waiters>::Ticket;
@@ -124,20 +156,20 @@ pub struct RecvArm<'a, T, M: Mode, P: Protocol> {
     ticket: Option<RxTicket<M, P>>,
     /// What the selected receive got, until its taker collects it.
     result: Option<Result<T, RecvError>>,
+    /// On a zero-capacity channel, while the select is blocked: its packet
+    /// in the rendezvous.
+    packet: Option<Arc<Packet<T>>>,
 }
 
 impl<'a, T, M: Mode, P: Protocol> RecvArm<'a, T, M, P> {
     /// A receive on `rx`.
-    ///
-    /// # Panics
-    /// If `rx`'s channel has capacity 0: a rendezvous is not supported.
     #[inline]
     pub fn new(rx: &'a Receiver<T, M, P>) -> Self {
-        no_rendezvous(rx.chan.capacity());
         RecvArm {
             rx,
             ticket: None,
             result: None,
+            packet: None,
         }
     }
 
@@ -159,7 +191,11 @@ impl<T, M: Mode, P: Protocol> Op for RecvArm<'_, T, M, P> {
     fn ready(&self) -> bool {
         // We hold a receiver, so "disconnected" means the senders are gone.
         let chan = &self.rx.chan;
-        chan.len() != 0 || chan.is_disconnected()
+        let waiting = match chan.zero() {
+            Some(zero) => zero.has_senders(),
+            None => chan.len() != 0,
+        };
+        waiting || chan.is_disconnected()
     }
 
     #[inline]
@@ -206,18 +242,34 @@ impl<T, M: Mode, P: Protocol> Op for RecvArm<'_, T, M, P> {
     fn discard(&mut self) {
         drop(self.result.take());
     }
-}
 
-/// Refuses a zero-capacity (rendezvous) channel: its readiness is a peer
-/// waiting in the rendezvous, not room in a ring, and selecting over it is
-/// not supported (yet). Better a panic at once than a select that never
-/// sees the operation ready.
-#[inline]
-fn no_rendezvous(capacity: usize) {
-    assert!(
-        capacity != 0,
-        "select over a zero-capacity (rendezvous) channel is not supported"
-    );
+    fn waits_in_rendezvous(&self) -> bool {
+        self.rx.chan.zero().is_some()
+    }
+
+    fn queue_packet(&mut self, park: &dyn Park, token: &Arc<Token>, index: usize) {
+        let chan = &self.rx.chan;
+        let zero = chan.zero().expect("a zero-capacity channel");
+        debug_assert!(self.packet.is_none());
+        self.packet = Some(zero.queue_select(park.waker(), token, index));
+        // Sends waiting in selects or futures may now meet us.
+        chan.zero_queued(Side::Recv);
+    }
+
+    fn settle_packet(&mut self, served: bool) {
+        let Some(packet) = self.packet.take() else {
+            return;
+        };
+        let chan = &self.rx.chan;
+        let zero = chan.zero().expect("a zero-capacity channel");
+        if let Settled::Done(Some(msg)) = zero.withdraw(Side::Recv, &packet) {
+            if served {
+                self.result = Some(Ok(msg));
+            } else if zero.reoffer(msg, &|| false) {
+                chan.zero_queued(Side::Send);
+            }
+        }
+    }
 }
 
 /// A send operation of [`Select`]: selected when the channel has room (or
@@ -232,7 +284,11 @@ struct SendReady<'a, T, M: Mode, P: Protocol> {
 fn send_ready<T, M: Mode, P: Protocol>(tx: &Sender<T, M, P>) -> bool {
     // We hold a sender, so "disconnected" means the receivers are gone.
     let chan = &tx.chan;
-    chan.len() < chan.capacity() || chan.is_disconnected()
+    let room = match chan.zero() {
+        Some(zero) => zero.has_receivers(),
+        None => chan.len() < chan.capacity(),
+    };
+    room || chan.is_disconnected()
 }
 
 macro_rules! send_waiting {
@@ -299,12 +355,8 @@ pub struct SendArm<'a, T, M: Mode, P: Protocol, F> {
 
 impl<'a, T, M: Mode, P: Protocol, F: FnOnce() -> T> SendArm<'a, T, M, P, F> {
     /// A send on `tx` of the message `make` makes.
-    ///
-    /// # Panics
-    /// If `tx`'s channel has capacity 0: a rendezvous is not supported.
     #[inline]
     pub fn new(tx: &'a Sender<T, M, P>, make: F) -> Self {
-        no_rendezvous(tx.chan.capacity());
         SendArm {
             tx,
             ticket: None,
@@ -474,14 +526,18 @@ fn drive<L: OpList + ?Sized>(
         }
         // Borrowed, not cloned, and only around the wait: the attempts
         // (which may run a send arm's message expression) happen outside.
-        let preferred = hook::with_current(|park| {
+        let blocked = hook::with_current(|park| {
             if !backoff.is_completed() && park.spin_before_park() {
                 backoff.snooze();
-                None
+                Blocked::Retry(None)
             } else {
-                block(ops, park, deadline, biased)
+                block(ops, park, deadline, biased, consume)
             }
         });
+        let preferred = match blocked {
+            Blocked::Completed(i) => return Some(i),
+            Blocked::Retry(preferred) => preferred,
+        };
         if let Some(i) = scan(ops, start(preferred), consume) {
             return Some(i);
         }
@@ -497,12 +553,27 @@ fn block<L: OpList + ?Sized>(
     park: &dyn Park,
     deadline: Option<Instant>,
     biased: bool,
-) -> Option<usize> {
+    consume: bool,
+) -> Blocked {
     let n = ops.count();
-    let mut registered = Registered { ops, done: false };
+    // Receives on rendezvous channels wait with packets, decided through
+    // one token, so that they can be served while the select sleeps (not
+    // when only looking for readiness: a served packet consumes).
+    let token = (consume && (0..n).any(|i| ops.get(i).is_some_and(|op| op.waits_in_rendezvous())))
+        .then(Token::new);
+    let mut registered = Registered {
+        ops,
+        done: false,
+        token: token.clone(),
+    };
     for i in 0..n {
         if let Some(op) = registered.ops.get(i) {
             op.register(park);
+            if let Some(token) = &token {
+                if op.waits_in_rendezvous() {
+                    op.queue_packet(park, token, i);
+                }
+            }
         }
     }
     fence(Ordering::SeqCst);
@@ -519,8 +590,26 @@ fn block<L: OpList + ?Sized>(
         // plain loads will do.
         chosen = find(registered.ops, &|op| op.ready());
     }
+    // Before anything completes, decide the token: either a peer served
+    // one of our packets (that operation is done), or none will.
+    if let Some(token) = registered.token.take() {
+        let served = token.close().err();
+        registered.settle_packets(served);
+        if let Some(i) = served {
+            registered.finish(None);
+            return Blocked::Completed(i);
+        }
+    }
     registered.finish(chosen);
-    chosen
+    Blocked::Retry(chosen)
+}
+
+/// How one [`block`] ended.
+enum Blocked {
+    /// Retry the operations, this ready one first if any.
+    Retry(Option<usize>),
+    /// A peer completed this receive through its rendezvous packet.
+    Completed(usize),
 }
 
 /// The registrations of one [`block`]: ended on every way out. Normally by
@@ -530,9 +619,21 @@ fn block<L: OpList + ?Sized>(
 struct Registered<'o, L: OpList + ?Sized> {
     ops: &'o mut L,
     done: bool,
+    /// The token of the rendezvous packets, until decided.
+    token: Option<Arc<Token>>,
 }
 
 impl<L: OpList + ?Sized> Registered<'_, L> {
+    /// Takes every rendezvous packet back; operation `served`'s keeps what
+    /// its packet got.
+    fn settle_packets(&mut self, served: Option<usize>) {
+        for i in 0..self.ops.count() {
+            if let Some(op) = self.ops.get(i) {
+                op.settle_packet(served == Some(i));
+            }
+        }
+    }
+
     fn finish(&mut self, retry: Option<usize>) {
         for i in 0..self.ops.count() {
             if let Some(op) = self.ops.get(i) {
@@ -545,6 +646,12 @@ impl<L: OpList + ?Sized> Registered<'_, L> {
 
 impl<L: OpList + ?Sized> Drop for Registered<'_, L> {
     fn drop(&mut self) {
+        if let Some(token) = self.token.take() {
+            // Unwinding: nothing completes, and a message a packet got
+            // anyway goes on to the next receiver.
+            let _ = token.close();
+            self.settle_packets(None);
+        }
         if !self.done {
             self.finish(None);
         }
@@ -699,21 +806,17 @@ impl<'a> Select<'a> {
     /// added more than once.
     ///
     /// Allocates once, here: the operation's slot for the message it takes
-    /// when selected.
-    ///
-    /// # Panics
-    /// If the channel has capacity 0 (a rendezvous channel): not supported.
+    /// when selected. On a zero-capacity (rendezvous) channel it is ready
+    /// when a sender waits, and a blocked select waits there too, so any
+    /// sender (a thread, coroutine, future or another select) can meet it.
     pub fn recv<T, M: Mode, P: Protocol>(&mut self, rx: &'a Receiver<T, M, P>) -> usize {
         self.add(Box::new(RecvArm::new(rx)))
     }
 
     /// Adds a send on `tx`; returns its index. It is selected when the
-    /// channel has room (or every receiver is gone).
-    ///
-    /// # Panics
-    /// If the channel has capacity 0 (a rendezvous channel): not supported.
+    /// channel has room (or every receiver is gone); on a zero-capacity
+    /// (rendezvous) channel, when a receiver waits.
     pub fn send<T, M: Mode, P: Protocol>(&mut self, tx: &'a Sender<T, M, P>) -> usize {
-        no_rendezvous(tx.chan.capacity());
         self.add(Box::new(SendReady { tx, ticket: None }))
     }
 

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use common::{Census, Counted, HANG_GUARD};
 use swco_channel::{
     bounded_in, mpmc, mpsc, select, spmc, spsc, Cas, Mode, Mpmc, Protocol, ReadyTimeoutError,
-    RecvError, Select, SelectTimeoutError, SendError, TryReadyError, TrySelectError, Updt,
+    RecvError, Select, SelectTimeoutError, SendError, TryReadyError, TrySelectError, TrySendError,
+    Updt,
 };
 
 /// Runs `f` on its own thread and fails the test if it takes longer than
@@ -883,15 +884,75 @@ fn wake_is_handed_on_updt() {
     wake_is_handed_on::<Updt>();
 }
 
+/// Rendezvous channels in selects: a select receiving from two zero-capacity
+/// channels meets plain sending threads, and a select sending meets a select
+/// receiving (through the receiving one's packet); every message arrives
+/// exactly once and nothing is left behind.
+fn rendezvous_selects<P: Protocol>() {
+    const N: u64 = 2000;
+    let (tx1, rx1) = mpmc::bounded_with::<u64, P>(0);
+    let (tx2, rx2) = mpsc::bounded_with::<u64, P>(0);
+    // Kept, so that neither channel disconnects (a disconnected channel
+    // would be ready for ever).
+    let keep = (tx1.clone(), tx2.clone());
+    let feeders = [(tx1.clone(), 0), (tx1, 1)].map(|(tx, k)| {
+        thread::spawn(move || {
+            for i in 0..N {
+                tx.send(2 * i + k).unwrap();
+            }
+        })
+    });
+    // A selecting sender on the second channel.
+    let select_sender = thread::spawn(move || {
+        for i in 0..N {
+            select! {
+                send(tx2, 10 * N + i) -> res => res.unwrap(),
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let mut from_second = 0;
+    while seen.len() < (3 * N) as usize {
+        select! {
+            recv(rx1) -> v => seen.push(v.unwrap()),
+            recv(rx2) -> v => {
+                seen.push(v.unwrap());
+                from_second += 1;
+            }
+        }
+    }
+    for f in feeders {
+        f.join().unwrap();
+    }
+    select_sender.join().unwrap();
+    assert_eq!(from_second, N);
+    seen.sort_unstable();
+    let mut expected: Vec<u64> = (0..2 * N).chain(10 * N..11 * N).collect();
+    expected.sort_unstable();
+    assert_eq!(seen, expected, "every message exactly once");
+    assert!(rx1.try_recv().is_err() && rx2.try_recv().is_err());
+    drop(keep);
+}
+
 #[test]
-#[should_panic]
-fn zero_capacity_channels_are_refused() {
-    // A rendezvous channel (or, where capacity 0 is refused, the channel's
-    // own constructor) panics rather than a select that never sees the
-    // operation ready.
-    let (_tx, rx) = mpmc::bounded::<u8>(0);
+fn rendezvous_selects_cas() {
+    rendezvous_selects::<Cas>();
+}
+
+#[test]
+fn rendezvous_selects_updt() {
+    rendezvous_selects::<Updt>();
+}
+
+/// A `Select` receive on a rendezvous channel that times out leaves no
+/// packet behind: a later `try_send` finds no receiver.
+#[test]
+fn rendezvous_select_timeout_leaves_no_packet() {
+    let (tx, rx) = mpmc::bounded::<u8>(0);
     let mut sel = Select::new();
     sel.recv(&rx);
+    assert!(sel.select_timeout(Duration::from_millis(20)).is_err());
+    assert!(matches!(tx.try_send(1), Err(TrySendError::Full(1))));
 }
 
 /// The same endpoint in two operations of one select: both register (a

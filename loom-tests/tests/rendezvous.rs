@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 
 use common::Tracked;
 use loom::thread;
-use swco_channel::{bounded_in, Cas, Mode, Mpmc, Protocol, Spsc, Updt};
+use swco_channel::{bounded_in, select, Cas, Mode, Mpmc, Protocol, Spsc, Updt};
 
 /// Two messages through a rendezvous: the sender's second send can only
 /// start once the receiver took the first, so both sides block in turn.
@@ -84,4 +84,67 @@ model!(
     updt_mpmc_rendezvous_receiver_gone,
     3,
     receiver_gone_gives_the_message_back::<Mpmc, Updt>()
+);
+
+/// A select receiving from two rendezvous channels meets a blocking sender
+/// on one of them: the select waits with a packet in each rendezvous, the
+/// sender serves one (deciding the select's token), and the select takes
+/// the other packet back: nothing stale stays queued.
+fn select_meets_a_sender<P: Protocol>() {
+    let (tx_a, rx_a) = bounded_in::<u32, Spsc, P>(0);
+    let (tx_b, rx_b) = bounded_in::<u32, Mpmc, P>(0);
+    let selector = thread::spawn(move || {
+        let got = select! {
+            recv(rx_a) -> v => v.expect("a sender is alive"),
+            recv(rx_b) -> v => v.expect("a sender is alive") + 100,
+        };
+        (got, rx_a, rx_b)
+    });
+    tx_a.send(1).expect("the selector receives");
+    let (got, rx_a, rx_b) = selector.join().unwrap();
+    assert_eq!(got, 1, "the select took the message from its channel");
+    // No packet of the select is left in either rendezvous.
+    assert!(tx_a.try_send(2).is_err());
+    assert!(tx_b.try_send(3).is_err());
+    drop((rx_a, rx_b));
+}
+
+/// A select sending meets a select receiving on one rendezvous channel,
+/// through the receiving one's packet: exactly one hand-off.
+fn select_meets_a_select<P: Protocol>() {
+    let (tx, rx) = bounded_in::<u32, Spsc, P>(0);
+    let receiver = thread::spawn(move || {
+        let got = select! {
+            recv(rx) -> v => v.expect("the sender is alive"),
+        };
+        (got, rx)
+    });
+    select! {
+        send(tx, 5) -> res => res.expect("the receiver is alive"),
+    }
+    let (got, rx) = receiver.join().unwrap();
+    assert_eq!(got, 5);
+    assert!(tx.try_send(6).is_err(), "no stale packet");
+    drop(rx);
+}
+
+model!(
+    cas_select_meets_a_rendezvous_sender,
+    4,
+    select_meets_a_sender::<Cas>()
+);
+model!(
+    updt_select_meets_a_rendezvous_sender,
+    4,
+    select_meets_a_sender::<Updt>()
+);
+model!(
+    cas_select_meets_a_select_in_a_rendezvous,
+    3,
+    select_meets_a_select::<Cas>()
+);
+model!(
+    updt_select_meets_a_select_in_a_rendezvous,
+    3,
+    select_meets_a_select::<Updt>()
 );
