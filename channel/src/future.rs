@@ -45,7 +45,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
-use crate::chan::Unsent;
+use crate::chan::{Chan, Unsent};
 use crate::error::{RecvError, SendError, TryRecvError};
 use crate::hook::Park;
 use crate::rendezvous::{rethrow_deferred, Arrival, Packet, Settled, Side};
@@ -370,47 +370,68 @@ impl<T, M: Mode, P: Protocol> Future for SendFuture<'_, T, M, P> {
 impl<T, M: Mode, P: Protocol> SendFuture<'_, T, M, P> {
     /// `poll` on a zero-capacity channel.
     fn poll_zero(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), SendError<T>>> {
-        let chan = &*self.tx.chan;
-        let zero = chan.zero().expect("a zero-capacity channel");
-        if let Some(packet) = &self.packet {
-            loop {
-                match zero.look(packet) {
-                    Settled::Waiting => {
-                        if zero.rewake(packet, cx.waker()) {
-                            return Poll::Pending;
-                        }
+        let msg = &mut self.msg;
+        poll_rendezvous(&self.tx.chan, Side::Send, &mut self.packet, cx, || {
+            Some(msg.take().expect("SendFuture polled after completion"))
+        })
+        .map(|outcome| {
+            outcome
+                .map(drop)
+                .map_err(|back| SendError(back.expect("a sender's message")))
+        })
+    }
+}
+
+/// A future's `poll` on a zero-capacity channel, for either side: looks at
+/// the packet a previous poll queued (making this poll's waker the one a
+/// peer wakes), or arrives at the rendezvous with `msg()` (a sender's
+/// message). `Ok`: served (a receiver's message); `Err`: the other side is
+/// gone (a sender's message comes back).
+fn poll_rendezvous<T, M: Mode, P: Protocol>(
+    chan: &Chan<T, M, P>,
+    side: Side,
+    packet: &mut Option<Arc<Packet<T>>>,
+    cx: &mut Context<'_>,
+    msg: impl FnOnce() -> Option<T>,
+) -> Poll<Result<Option<T>, Option<T>>> {
+    let zero = chan.zero().expect("a zero-capacity channel");
+    if let Some(queued) = packet {
+        loop {
+            match zero.look(queued) {
+                Settled::Waiting => {
+                    if zero.rewake(queued, cx.waker()) {
+                        return Poll::Pending;
                     }
-                    Settled::Done(_) => {
-                        self.packet = None;
-                        return Poll::Ready(Ok(()));
-                    }
-                    Settled::Dismissed(back) => {
-                        self.packet = None;
-                        let msg = back.expect("a sender's message");
-                        return Poll::Ready(Err(SendError(msg)));
-                    }
+                }
+                Settled::Done(got) => {
+                    *packet = None;
+                    return Poll::Ready(Ok(got));
+                }
+                Settled::Dismissed(back) => {
+                    *packet = None;
+                    return Poll::Ready(Err(back));
                 }
             }
         }
-        let msg = self.msg.take().expect("SendFuture polled after completion");
-        let waker = || cx.waker().clone();
-        match zero.arrive(Side::Send, Some(msg), Some(&waker), &|| {
-            chan.receivers_gone()
-        }) {
-            Arrival::Served(_) => {
-                rethrow_deferred();
-                Poll::Ready(Ok(()))
-            }
-            Arrival::Disconnected(back) => {
-                Poll::Ready(Err(SendError(back.expect("a sender's message"))))
-            }
-            Arrival::Queued(packet) => {
-                self.packet = Some(packet);
-                chan.zero_queued(Side::Send);
-                Poll::Pending
-            }
-            Arrival::Nobody(_) => unreachable!("a waker was given"),
+    }
+    let waker = || cx.waker().clone();
+    let gone = || match side {
+        Side::Send => chan.receivers_gone(),
+        Side::Recv => chan.senders_gone(),
+    };
+    match zero.arrive(side, msg(), Some(&waker), &gone) {
+        Arrival::Served(got) => {
+            // A waker that panicked goes on once the message is settled.
+            rethrow_deferred();
+            Poll::Ready(Ok(got))
         }
+        Arrival::Disconnected(back) => Poll::Ready(Err(back)),
+        Arrival::Queued(queued) => {
+            *packet = Some(queued);
+            chan.zero_queued(side);
+            Poll::Pending
+        }
+        Arrival::Nobody(_) => unreachable!("a waker was given"),
     }
 }
 
@@ -497,8 +518,13 @@ impl<T, M: Mode, P: Protocol> Future for RecvFuture<'_, T, M, P> {
         let this = self.get_mut();
         assert!(!this.done, "RecvFuture polled after completion");
         let chan = &*this.rx.chan;
-        if let Some(zero) = chan.zero() {
-            let outcome = this.poll_zero(zero, cx);
+        if chan.zero().is_some() {
+            let outcome =
+                poll_rendezvous(chan, Side::Recv, &mut this.packet, cx, || None).map(|outcome| {
+                    outcome
+                        .map(|got| got.expect("a served receiver has a message"))
+                        .map_err(|_| RecvError)
+                });
             this.done = outcome.is_ready();
             return outcome;
         }
@@ -537,51 +563,6 @@ impl<T, M: Mode, P: Protocol> Future for RecvFuture<'_, T, M, P> {
                 return Poll::Pending;
             }
             // A sender published (or the senders left) in between: try again.
-        }
-    }
-}
-
-impl<T, M: Mode, P: Protocol> RecvFuture<'_, T, M, P> {
-    /// `poll` on a zero-capacity channel.
-    fn poll_zero(
-        &mut self,
-        zero: &crate::rendezvous::Rendezvous<T, P::Lock>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Result<T, RecvError>> {
-        let chan = &*self.rx.chan;
-        if let Some(packet) = &self.packet {
-            loop {
-                match zero.look(packet) {
-                    Settled::Waiting => {
-                        if zero.rewake(packet, cx.waker()) {
-                            return Poll::Pending;
-                        }
-                    }
-                    Settled::Done(got) => {
-                        self.packet = None;
-                        return Poll::Ready(Ok(got.expect("a served receiver has a message")));
-                    }
-                    Settled::Dismissed(_) => {
-                        self.packet = None;
-                        return Poll::Ready(Err(RecvError));
-                    }
-                }
-            }
-        }
-        let waker = || cx.waker().clone();
-        match zero.arrive(Side::Recv, None, Some(&waker), &|| chan.senders_gone()) {
-            Arrival::Served(got) => {
-                let msg = got.expect("a served receiver has a message");
-                rethrow_deferred();
-                Poll::Ready(Ok(msg))
-            }
-            Arrival::Disconnected(_) => Poll::Ready(Err(RecvError)),
-            Arrival::Queued(packet) => {
-                self.packet = Some(packet);
-                chan.zero_queued(Side::Recv);
-                Poll::Pending
-            }
-            Arrival::Nobody(_) => unreachable!("a waker was given"),
         }
     }
 }
