@@ -2,13 +2,14 @@
 //! only its coroutine, exact counts with selecting coroutines, and a
 //! timed-out select leaves no registration behind.
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use swco::channel::{mpmc, mpsc, spsc, Cas, Protocol, Select, Updt};
-use swco::{select, Runtime};
+use swco::{select, JoinHandle, Runtime};
 
 /// How long a test waits for something that should happen promptly before
 /// calling it hung.
@@ -16,6 +17,22 @@ const HANG_GUARD: Duration = Duration::from_secs(20);
 
 fn runtime(executors: usize) -> Runtime {
     Runtime::builder().executors(executors).build().unwrap()
+}
+
+/// Two tests of `$body`, one per protocol: `$cas` with `Cas`, `$updt` with
+/// `Updt` (and the same arguments).
+macro_rules! cas_and_updt {
+    ($body:ident($($arg:expr),*): $cas:ident, $updt:ident) => {
+        #[test]
+        fn $cas() {
+            $body::<Cas>($($arg),*);
+        }
+
+        #[test]
+        fn $updt() {
+            $body::<Updt>($($arg),*);
+        }
+    };
 }
 
 /// One executor: coroutine A blocks in a select over two empty channels;
@@ -69,24 +86,28 @@ fn select_suspends_only_its_coroutine<P: Protocol>(use_macro: bool) {
     rt.shutdown();
 }
 
-#[test]
-fn macro_in_coroutine_suspends_only_the_coroutine_cas() {
-    select_suspends_only_its_coroutine::<Cas>(true);
-}
+cas_and_updt!(
+    select_suspends_only_its_coroutine(true):
+    macro_in_coroutine_suspends_only_the_coroutine_cas,
+    macro_in_coroutine_suspends_only_the_coroutine_updt
+);
 
-#[test]
-fn macro_in_coroutine_suspends_only_the_coroutine_updt() {
-    select_suspends_only_its_coroutine::<Updt>(true);
-}
+cas_and_updt!(
+    select_suspends_only_its_coroutine(false):
+    select_struct_in_coroutine_suspends_only_the_coroutine_cas,
+    select_struct_in_coroutine_suspends_only_the_coroutine_updt
+);
 
-#[test]
-fn select_struct_in_coroutine_suspends_only_the_coroutine_cas() {
-    select_suspends_only_its_coroutine::<Cas>(false);
-}
-
-#[test]
-fn select_struct_in_coroutine_suspends_only_the_coroutine_updt() {
-    select_suspends_only_its_coroutine::<Updt>(false);
+/// A coroutine on `rt` sending each of `values` on `tx`.
+fn producer<M: swco::channel::Mode, P: Protocol>(
+    rt: &Runtime,
+    tx: swco::channel::Sender<u64, M, P>,
+    values: Range<u64>,
+) -> JoinHandle<()>
+where
+    swco::channel::Sender<u64, M, P>: Send + 'static,
+{
+    rt.spawn(move || values.for_each(|v| tx.send(v).unwrap()))
 }
 
 /// Producer coroutines over three channels (mpmc, mpsc and spsc), selecting
@@ -101,16 +122,14 @@ fn exact_counts_in_coroutines<P: Protocol>() {
     let mut producers = Vec::new();
     let mut base = 0;
     for _ in 0..3 {
-        let tx = tx_a.clone();
-        producers.push(rt.spawn(move || (base..base + PER).for_each(|v| tx.send(v).unwrap())));
+        producers.push(producer(&rt, tx_a.clone(), base..base + PER));
         base += PER;
     }
     for _ in 0..2 {
-        let tx = tx_b.clone();
-        producers.push(rt.spawn(move || (base..base + PER).for_each(|v| tx.send(v).unwrap())));
+        producers.push(producer(&rt, tx_b.clone(), base..base + PER));
         base += PER;
     }
-    producers.push(rt.spawn(move || (base..base + PER).for_each(|v| tx_c.send(v).unwrap())));
+    producers.push(producer(&rt, tx_c, base..base + PER));
     base += PER;
     drop((tx_a, tx_b));
     let total = base;
@@ -174,15 +193,11 @@ fn exact_counts_in_coroutines<P: Protocol>() {
     rt.shutdown();
 }
 
-#[test]
-fn exact_counts_in_coroutines_cas() {
-    exact_counts_in_coroutines::<Cas>();
-}
-
-#[test]
-fn exact_counts_in_coroutines_updt() {
-    exact_counts_in_coroutines::<Updt>();
-}
+cas_and_updt!(
+    exact_counts_in_coroutines():
+    exact_counts_in_coroutines_cas,
+    exact_counts_in_coroutines_updt
+);
 
 /// A select that times out in a coroutine leaves no waiter behind: then a
 /// receiver coroutine blocks in `recv` on the same channel, and the next
@@ -238,15 +253,11 @@ fn timed_out_select_in_coroutine<P: Protocol>() {
     rt.shutdown();
 }
 
-#[test]
-fn timed_out_select_in_coroutine_leaves_no_waiter_cas() {
-    timed_out_select_in_coroutine::<Cas>();
-}
-
-#[test]
-fn timed_out_select_in_coroutine_leaves_no_waiter_updt() {
-    timed_out_select_in_coroutine::<Updt>();
-}
+cas_and_updt!(
+    timed_out_select_in_coroutine():
+    timed_out_select_in_coroutine_leaves_no_waiter_cas,
+    timed_out_select_in_coroutine_leaves_no_waiter_updt
+);
 
 /// One side of the ping-pong below: sends `0..N` on `tx` and sums what
 /// arrives on `rx`, selecting between the two while both are open.
@@ -279,22 +290,35 @@ fn ping_pong_side<P: Protocol, Q: Protocol>(
     sum
 }
 
+/// Two coroutines on `rt`, on executors 0 and `b_on`, play the ping-pong
+/// below over `ab` (a to b) and `ba` (b to a); what each side summed.
+fn ping_pong<P: Protocol, Q: Protocol>(
+    rt: &Runtime,
+    b_on: usize,
+    n: u64,
+    (tx_ab, rx_ab): (spsc::Sender<u64, P>, spsc::Receiver<u64, P>),
+    (tx_ba, rx_ba): (spsc::Sender<u64, Q>, spsc::Receiver<u64, Q>),
+) -> (u64, u64) {
+    let a = rt
+        .spawn_on(0, move || ping_pong_side(tx_ab, rx_ba, n))
+        .unwrap();
+    let b = rt
+        .spawn_on(b_on, move || ping_pong_side(tx_ba, rx_ab, n))
+        .unwrap();
+    (a.join().unwrap(), b.join().unwrap())
+}
+
 /// Send arms in coroutines: a ping-pong where each side selects between
 /// sending its next number and receiving the other's.
 #[test]
 fn send_and_recv_arms_in_coroutines() {
     const N: u64 = 5_000;
     let rt = runtime(2);
-    let (tx_ab, rx_ab) = spsc::bounded_with::<u64, Updt>(1);
-    let (tx_ba, rx_ba) = spsc::bounded::<u64>(1);
-    let a = rt
-        .spawn_on(0, move || ping_pong_side(tx_ab, rx_ba, N))
-        .unwrap();
-    let b = rt
-        .spawn_on(1, move || ping_pong_side(tx_ba, rx_ab, N))
-        .unwrap();
-    assert_eq!(a.join().unwrap(), N * (N - 1) / 2);
-    assert_eq!(b.join().unwrap(), N * (N - 1) / 2);
+    let ab = spsc::bounded_with::<u64, Updt>(1);
+    let ba = spsc::bounded::<u64>(1);
+    let (a, b) = ping_pong(&rt, 1, N, ab, ba);
+    assert_eq!(a, N * (N - 1) / 2);
+    assert_eq!(b, N * (N - 1) / 2);
     rt.shutdown();
 }
 
@@ -303,15 +327,10 @@ fn send_and_recv_arms_in_coroutines() {
 fn send_and_recv_arms_on_one_executor() {
     const N: u64 = 2_000;
     let rt = runtime(1);
-    let (tx_ab, rx_ab) = spsc::bounded::<u64>(1);
-    let (tx_ba, rx_ba) = spsc::bounded_with::<u64, Updt>(1);
-    let a = rt
-        .spawn_on(0, move || ping_pong_side(tx_ab, rx_ba, N))
-        .unwrap();
-    let b = rt
-        .spawn_on(0, move || ping_pong_side(tx_ba, rx_ab, N))
-        .unwrap();
-    assert_eq!(a.join().unwrap(), N * (N - 1) / 2);
-    assert_eq!(b.join().unwrap(), N * (N - 1) / 2);
+    let ab = spsc::bounded::<u64>(1);
+    let ba = spsc::bounded_with::<u64, Updt>(1);
+    let (a, b) = ping_pong(&rt, 0, N, ab, ba);
+    assert_eq!(a, N * (N - 1) / 2);
+    assert_eq!(b, N * (N - 1) / 2);
     rt.shutdown();
 }

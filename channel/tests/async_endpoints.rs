@@ -45,40 +45,33 @@ fn many<E: Clone>(e: E, n: usize) -> Vec<E> {
     v
 }
 
-impl Fan for Spsc {
-    fn fan_tx<T, P: Protocol>(tx: Sender<T, Self, P>, n: usize) -> Vec<Sender<T, Self, P>> {
-        one(tx, n)
-    }
-    fn fan_rx<T, P: Protocol>(rx: Receiver<T, Self, P>, n: usize) -> Vec<Receiver<T, Self, P>> {
-        one(rx, n)
-    }
+/// `Fan` for each mode: `Mode: senders, receivers;` with `one` or `many`.
+macro_rules! impl_fan {
+    ($($mode:ty: $tx:ident, $rx:ident;)*) => {
+        $(
+            impl Fan for $mode {
+                fn fan_tx<T, P: Protocol>(
+                    tx: Sender<T, Self, P>,
+                    n: usize,
+                ) -> Vec<Sender<T, Self, P>> {
+                    $tx(tx, n)
+                }
+                fn fan_rx<T, P: Protocol>(
+                    rx: Receiver<T, Self, P>,
+                    n: usize,
+                ) -> Vec<Receiver<T, Self, P>> {
+                    $rx(rx, n)
+                }
+            }
+        )*
+    };
 }
 
-impl Fan for Spmc {
-    fn fan_tx<T, P: Protocol>(tx: Sender<T, Self, P>, n: usize) -> Vec<Sender<T, Self, P>> {
-        one(tx, n)
-    }
-    fn fan_rx<T, P: Protocol>(rx: Receiver<T, Self, P>, n: usize) -> Vec<Receiver<T, Self, P>> {
-        many(rx, n)
-    }
-}
-
-impl Fan for Mpsc {
-    fn fan_tx<T, P: Protocol>(tx: Sender<T, Self, P>, n: usize) -> Vec<Sender<T, Self, P>> {
-        many(tx, n)
-    }
-    fn fan_rx<T, P: Protocol>(rx: Receiver<T, Self, P>, n: usize) -> Vec<Receiver<T, Self, P>> {
-        one(rx, n)
-    }
-}
-
-impl Fan for Mpmc {
-    fn fan_tx<T, P: Protocol>(tx: Sender<T, Self, P>, n: usize) -> Vec<Sender<T, Self, P>> {
-        many(tx, n)
-    }
-    fn fan_rx<T, P: Protocol>(rx: Receiver<T, Self, P>, n: usize) -> Vec<Receiver<T, Self, P>> {
-        many(rx, n)
-    }
+impl_fan! {
+    Spsc: one, one;
+    Spmc: one, many;
+    Mpsc: many, one;
+    Mpmc: many, many;
 }
 
 /// Runs `f` on a fresh tokio `current_thread` runtime, inside a `LocalSet`
@@ -112,6 +105,12 @@ fn count_waker() -> (Arc<CountWake>, Waker) {
 
 fn poll_once<F: Future + Unpin>(fut: &mut F, waker: &Waker) -> Poll<F::Output> {
     Pin::new(fut).poll(&mut Context::from_waker(waker))
+}
+
+/// `fut`, polled once: it must be pending (registered with the channel).
+fn polled_pending<F: Future + Unpin>(mut fut: F, waker: &Waker) -> F {
+    assert!(poll_once(&mut fut, waker).is_pending());
+    fut
 }
 
 /// Message `i` of producer `p`.
@@ -163,6 +162,88 @@ fn rendezvous(f: impl FnOnce()) {
     CAPACITY.with(|c| c.set(1));
 }
 
+/// Producer `p`'s `per` messages (made from their numbers by `make`), sent
+/// with `send_async`.
+async fn send_all_async<T, M: Mode, P: Protocol>(
+    tx: &Sender<T, M, P>,
+    p: usize,
+    per: u64,
+    make: impl Fn(u64) -> T,
+) {
+    for i in 0..per {
+        tx.send_async(make(msg(p, i, per)))
+            .await
+            .expect("receivers alive");
+    }
+}
+
+/// Everything `rx` receives with `recv_async` until the channel disconnects.
+async fn recv_all<T, M: Mode, P: Protocol>(rx: &Receiver<T, M, P>) -> Vec<T> {
+    let mut got = Vec::new();
+    while let Ok(v) = rx.recv_async().await {
+        got.push(v);
+    }
+    got
+}
+
+/// A local task sending producer `p`'s messages (see [`send_all_async`]).
+fn sending_task<T: 'static, M: Mode, P: Protocol>(
+    tx: Sender<T, M, P>,
+    p: usize,
+    per: u64,
+    make: impl Fn(u64) -> T + 'static,
+) -> tokio::task::JoinHandle<()> {
+    tokio::task::spawn_local(async move { send_all_async(&tx, p, per, make).await })
+}
+
+/// A local task receiving until the channel disconnects.
+fn receiving_task<T: 'static, M: Mode, P: Protocol>(
+    rx: Receiver<T, M, P>,
+) -> tokio::task::JoinHandle<Vec<T>> {
+    tokio::task::spawn_local(async move { recv_all(&rx).await })
+}
+
+/// A thread sending producer `p`'s `per` messages with the blocking `send`.
+fn sending_thread<M: Mode, P: Protocol>(
+    tx: Sender<u64, M, P>,
+    p: usize,
+    per: u64,
+) -> thread::JoinHandle<()> {
+    thread::spawn(move || {
+        for i in 0..per {
+            tx.send(msg(p, i, per)).unwrap();
+        }
+    })
+}
+
+/// Awaits the tasks in order; what each returned.
+async fn join_tasks<T>(tasks: Vec<tokio::task::JoinHandle<T>>) -> Vec<T> {
+    let mut out = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        out.push(t.await.unwrap());
+    }
+    out
+}
+
+/// Joins the threads in order; what each returned.
+fn join_threads<T>(threads: Vec<thread::JoinHandle<T>>) -> Vec<T> {
+    threads.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
+/// Polls `fut` once from the current task and drops it (cancelling it if
+/// it was pending).
+async fn poll_once_then_drop<F: Future + Unpin>(mut fut: F) -> Poll<F::Output> {
+    std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut fut).poll(cx))).await
+}
+
+fn report_cancelled<M: Mode, P: Protocol>(cancelled: impl std::fmt::Display) {
+    eprintln!(
+        "{} {}: {cancelled} pending futures cancelled",
+        M::NAME,
+        P::NAME
+    );
+}
+
 // ---- exact counts, async on both sides ---------------------------------------
 
 /// `np` async producers send `per` messages each through a capacity-1
@@ -178,36 +259,18 @@ fn async_exchange<M: Fan, P: Protocol>(np: usize, nc: usize, per: u64) {
                 .enumerate()
                 .map(|(p, tx)| {
                     let census = census.clone();
-                    tokio::task::spawn_local(async move {
-                        for i in 0..per {
-                            let m = Counted::new(msg(p, i, per), &census);
-                            tx.send_async(m).await.expect("receivers alive");
-                        }
-                    })
+                    sending_task(tx, p, per, move |v| Counted::new(v, &census))
                 })
                 .collect();
-            let consumers: Vec<_> = M::fan_rx(rx, nc)
-                .into_iter()
-                .map(|rx| {
-                    tokio::task::spawn_local(async move {
-                        let mut got = Vec::new();
-                        while let Ok(m) = rx.recv_async().await {
-                            got.push(m.value);
-                        }
-                        got
-                    })
-                })
-                .collect();
-            for p in producers {
-                p.await.unwrap();
-            }
-            let mut received = Vec::new();
-            for c in consumers {
-                received.push(c.await.unwrap());
-            }
-            received
+            let consumers: Vec<_> = M::fan_rx(rx, nc).into_iter().map(receiving_task).collect();
+            join_tasks(producers).await;
+            join_tasks(consumers).await
         }
     });
+    let received: Vec<Vec<u64>> = received
+        .into_iter()
+        .map(|got| got.into_iter().map(|m| m.value).collect())
+        .collect();
     check_exactly_once(&received, np as u64 * per, per);
     assert_eq!(census.made(), census.dropped(), "a message leaked");
 }
@@ -226,16 +289,39 @@ macro_rules! per_mode {
     };
 }
 
-per_mode!(exchange, async_exchange,
-    spsc_cas: Spsc, Cas, (1, 1, 2000);
-    spsc_updt: Spsc, Updt, (1, 1, 2000);
-    spmc_cas: Spmc, Cas, (1, 3, 2000);
-    spmc_updt: Spmc, Updt, (1, 3, 2000);
-    mpsc_cas: Mpsc, Cas, (3, 1, 1000);
-    mpsc_updt: Mpsc, Updt, (3, 1, 1000);
-    mpmc_cas: Mpmc, Cas, (3, 3, 1000);
-    mpmc_updt: Mpmc, Updt, (3, 3, 1000);
-);
+/// [`per_mode!`] over all four modes and both protocols, for a body that
+/// takes no arguments.
+macro_rules! every_mode {
+    ($test:ident, $body:ident) => {
+        per_mode!($test, $body,
+            spsc_cas: Spsc, Cas, (); spsc_updt: Spsc, Updt, ();
+            spmc_cas: Spmc, Cas, (); spmc_updt: Spmc, Updt, ();
+            mpsc_cas: Mpsc, Cas, (); mpsc_updt: Mpsc, Updt, ();
+            mpmc_cas: Mpmc, Cas, (); mpmc_updt: Mpmc, Updt, ();
+        );
+    };
+}
+
+/// [`per_mode!`] over all four modes and both protocols, for a body taking
+/// `(producers, consumers, per)`: one or three on each side as the mode
+/// allows, `$single` messages per producer where there is one producer and
+/// `$multi` where there are three.
+macro_rules! every_mode_fanned {
+    ($test:ident, $body:ident, $single:expr, $multi:expr) => {
+        per_mode!($test, $body,
+            spsc_cas: Spsc, Cas, (1, 1, $single);
+            spsc_updt: Spsc, Updt, (1, 1, $single);
+            spmc_cas: Spmc, Cas, (1, 3, $single);
+            spmc_updt: Spmc, Updt, (1, 3, $single);
+            mpsc_cas: Mpsc, Cas, (3, 1, $multi);
+            mpsc_updt: Mpsc, Updt, (3, 1, $multi);
+            mpmc_cas: Mpmc, Cas, (3, 3, $multi);
+            mpmc_updt: Mpmc, Updt, (3, 3, $multi);
+        );
+    };
+}
+
+every_mode_fanned!(exchange, async_exchange, 2000, 1000);
 
 // ---- interop with blocking threads -------------------------------------------
 
@@ -251,19 +337,11 @@ fn async_to_threads<M: Fan, P: Protocol>(np: usize, nc: usize, per: u64) {
         let producers: Vec<_> = M::fan_tx(tx, np)
             .into_iter()
             .enumerate()
-            .map(|(p, tx)| {
-                tokio::task::spawn_local(async move {
-                    for i in 0..per {
-                        tx.send_async(msg(p, i, per)).await.unwrap();
-                    }
-                })
-            })
+            .map(|(p, tx)| sending_task(tx, p, per, |v| v))
             .collect();
-        for p in producers {
-            p.await.unwrap();
-        }
+        join_tasks(producers).await;
     });
-    let received: Vec<_> = consumers.into_iter().map(|c| c.join().unwrap()).collect();
+    let received = join_threads(consumers);
     check_exactly_once(&received, np as u64 * per, per);
 }
 
@@ -274,60 +352,18 @@ fn threads_to_async<M: Fan, P: Protocol>(np: usize, nc: usize, per: u64) {
     let producers: Vec<_> = M::fan_tx(tx, np)
         .into_iter()
         .enumerate()
-        .map(|(p, tx)| {
-            thread::spawn(move || {
-                for i in 0..per {
-                    tx.send(msg(p, i, per)).unwrap();
-                }
-            })
-        })
+        .map(|(p, tx)| sending_thread(tx, p, per))
         .collect();
     let received = run_local(async move {
-        let consumers: Vec<_> = M::fan_rx(rx, nc)
-            .into_iter()
-            .map(|rx| {
-                tokio::task::spawn_local(async move {
-                    let mut got = Vec::new();
-                    while let Ok(v) = rx.recv_async().await {
-                        got.push(v);
-                    }
-                    got
-                })
-            })
-            .collect();
-        let mut received = Vec::new();
-        for c in consumers {
-            received.push(c.await.unwrap());
-        }
-        received
+        let consumers: Vec<_> = M::fan_rx(rx, nc).into_iter().map(receiving_task).collect();
+        join_tasks(consumers).await
     });
-    for p in producers {
-        p.join().unwrap();
-    }
+    join_threads(producers);
     check_exactly_once(&received, np as u64 * per, per);
 }
 
-per_mode!(async_to_threads_, async_to_threads,
-    spsc_cas: Spsc, Cas, (1, 1, 2000);
-    spsc_updt: Spsc, Updt, (1, 1, 2000);
-    spmc_cas: Spmc, Cas, (1, 3, 2000);
-    spmc_updt: Spmc, Updt, (1, 3, 2000);
-    mpsc_cas: Mpsc, Cas, (3, 1, 1000);
-    mpsc_updt: Mpsc, Updt, (3, 1, 1000);
-    mpmc_cas: Mpmc, Cas, (3, 3, 1000);
-    mpmc_updt: Mpmc, Updt, (3, 3, 1000);
-);
-
-per_mode!(threads_to_async_, threads_to_async,
-    spsc_cas: Spsc, Cas, (1, 1, 2000);
-    spsc_updt: Spsc, Updt, (1, 1, 2000);
-    spmc_cas: Spmc, Cas, (1, 3, 2000);
-    spmc_updt: Spmc, Updt, (1, 3, 2000);
-    mpsc_cas: Mpsc, Cas, (3, 1, 1000);
-    mpsc_updt: Mpsc, Updt, (3, 1, 1000);
-    mpmc_cas: Mpmc, Cas, (3, 3, 1000);
-    mpmc_updt: Mpmc, Updt, (3, 3, 1000);
-);
+every_mode_fanned!(async_to_threads_, async_to_threads, 2000, 1000);
+every_mode_fanned!(threads_to_async_, threads_to_async, 2000, 1000);
 
 /// Async tasks and blocking threads on *both* sides of one mpmc channel at
 /// once: every waiter list holds wakers of both kinds.
@@ -335,16 +371,7 @@ fn mixed_sides<P: Protocol>() {
     const PER: u64 = 1000;
     let (tx, rx) = bounded_in::<u64, Mpmc, P>(1);
     // Producers 0, 1 are threads, 2, 3 tasks; consumers likewise.
-    let thread_producers: Vec<_> = (0..2)
-        .map(|p| {
-            let tx = tx.clone();
-            thread::spawn(move || {
-                for i in 0..PER {
-                    tx.send(msg(p, i, PER)).unwrap();
-                }
-            })
-        })
-        .collect();
+    let thread_producers: Vec<_> = (0..2).map(|p| sending_thread(tx.clone(), p, PER)).collect();
     let thread_consumers: Vec<_> = (0..2)
         .map(|_| {
             let rx = rx.clone();
@@ -353,42 +380,16 @@ fn mixed_sides<P: Protocol>() {
         .collect();
     let mut received = run_local(async move {
         let producers: Vec<_> = (2..4)
-            .map(|p| {
-                let tx = tx.clone();
-                tokio::task::spawn_local(async move {
-                    for i in 0..PER {
-                        tx.send_async(msg(p, i, PER)).await.unwrap();
-                    }
-                })
-            })
+            .map(|p| sending_task(tx.clone(), p, PER, |v| v))
             .collect();
         drop(tx);
-        let consumers: Vec<_> = (0..2)
-            .map(|_| {
-                let rx = rx.clone();
-                tokio::task::spawn_local(async move {
-                    let mut got = Vec::new();
-                    while let Ok(v) = rx.recv_async().await {
-                        got.push(v);
-                    }
-                    got
-                })
-            })
-            .collect();
+        let consumers: Vec<_> = (0..2).map(|_| receiving_task(rx.clone())).collect();
         drop(rx);
-        for p in producers {
-            p.await.unwrap();
-        }
-        let mut received = Vec::new();
-        for c in consumers {
-            received.push(c.await.unwrap());
-        }
-        received
+        join_tasks(producers).await;
+        join_tasks(consumers).await
     });
-    for p in thread_producers {
-        p.join().unwrap();
-    }
-    received.extend(thread_consumers.into_iter().map(|c| c.join().unwrap()));
+    join_threads(thread_producers);
+    received.extend(join_threads(thread_consumers));
     check_exactly_once(&received, 4 * PER, PER);
 }
 
@@ -413,8 +414,7 @@ fn recv_disconnected<M: Fan, P: Protocol>() {
 
     let mut fut = rx.recv_async();
     assert_eq!(poll_once(&mut fut, &waker), Poll::Ready(Ok(1)));
-    let mut fut = rx.recv_async();
-    assert!(poll_once(&mut fut, &waker).is_pending());
+    let mut fut = polled_pending(rx.recv_async(), &waker);
     let senders = thread::spawn(move || drop(tx));
     senders.join().unwrap();
     assert!(count.0.load(Ordering::SeqCst) >= 1, "not woken by the drop");
@@ -431,8 +431,7 @@ fn send_disconnected<M: Fan, P: Protocol>() {
     tx.send(Counted::new(0, &census)).unwrap();
     let (count, waker) = count_waker();
 
-    let mut fut = tx.send_async(Counted::new(1, &census));
-    assert!(poll_once(&mut fut, &waker).is_pending());
+    let mut fut = polled_pending(tx.send_async(Counted::new(1, &census)), &waker);
     thread::spawn(move || drop(rx)).join().unwrap();
     assert!(count.0.load(Ordering::SeqCst) >= 1, "not woken by the drop");
     match poll_once(&mut fut, &waker) {
@@ -458,19 +457,9 @@ fn send_disconnected<M: Fan, P: Protocol>() {
     assert_eq!(census.dropped(), 3);
 }
 
-per_mode!(recv_disconnected_, recv_disconnected,
-    spsc_cas: Spsc, Cas, (); spsc_updt: Spsc, Updt, ();
-    spmc_cas: Spmc, Cas, (); spmc_updt: Spmc, Updt, ();
-    mpsc_cas: Mpsc, Cas, (); mpsc_updt: Mpsc, Updt, ();
-    mpmc_cas: Mpmc, Cas, (); mpmc_updt: Mpmc, Updt, ();
-);
+every_mode!(recv_disconnected_, recv_disconnected);
 
-per_mode!(send_disconnected_, send_disconnected,
-    spsc_cas: Spsc, Cas, (); spsc_updt: Spsc, Updt, ();
-    spmc_cas: Spmc, Cas, (); spmc_updt: Spmc, Updt, ();
-    mpsc_cas: Mpsc, Cas, (); mpsc_updt: Mpsc, Updt, ();
-    mpmc_cas: Mpmc, Cas, (); mpmc_updt: Mpmc, Updt, ();
-);
+every_mode!(send_disconnected_, send_disconnected);
 
 /// The same through tokio, with `.await`: a task waiting on each side while
 /// the other side's last endpoint goes away on a thread.
@@ -504,12 +493,7 @@ fn disconnect_awaited<M: Fan, P: Protocol>() {
     });
 }
 
-per_mode!(disconnect_awaited_, disconnect_awaited,
-    spsc_cas: Spsc, Cas, (); spsc_updt: Spsc, Updt, ();
-    spmc_cas: Spmc, Cas, (); spmc_updt: Spmc, Updt, ();
-    mpsc_cas: Mpsc, Cas, (); mpsc_updt: Mpsc, Updt, ();
-    mpmc_cas: Mpmc, Cas, (); mpmc_updt: Mpmc, Updt, ();
-);
+every_mode!(disconnect_awaited_, disconnect_awaited);
 
 // ---- cancel safety -------------------------------------------------------------
 
@@ -548,8 +532,7 @@ fn dropped_recv_leaves_no_waiter<M: Mode, P: Protocol>() {
     let (tx, mut rx) = bounded_in::<Counted<u32>, M, P>(1);
     let (count, waker) = count_waker();
     for round in 0..3 {
-        let mut fut = rx.recv_async();
-        assert!(poll_once(&mut fut, &waker).is_pending());
+        let fut = polled_pending(rx.recv_async(), &waker);
         drop(fut);
         rx = blocked_receiver_gets_next_send(&tx, rx, &census, round);
     }
@@ -573,8 +556,7 @@ fn dropped_send_leaves_no_waiter<M: Mode, P: Protocol>() {
     let (count, waker) = count_waker();
     let mut expected = 100;
     for round in 0..3 {
-        let mut fut = tx.send_async(Counted::new(round, &census));
-        assert!(poll_once(&mut fut, &waker).is_pending());
+        let fut = polled_pending(tx.send_async(Counted::new(round, &census)), &waker);
         let before = census.dropped();
         drop(fut);
         assert_eq!(census.dropped(), before + 1, "unsent message not dropped");
@@ -608,18 +590,14 @@ fn dropped_send_leaves_no_waiter<M: Mode, P: Protocol>() {
     assert_eq!(census.made(), census.dropped());
 }
 
-per_mode!(dropped_recv_leaves_no_waiter_, dropped_recv_leaves_no_waiter,
-    spsc_cas: Spsc, Cas, (); spsc_updt: Spsc, Updt, ();
-    spmc_cas: Spmc, Cas, (); spmc_updt: Spmc, Updt, ();
-    mpsc_cas: Mpsc, Cas, (); mpsc_updt: Mpsc, Updt, ();
-    mpmc_cas: Mpmc, Cas, (); mpmc_updt: Mpmc, Updt, ();
+every_mode!(
+    dropped_recv_leaves_no_waiter_,
+    dropped_recv_leaves_no_waiter
 );
 
-per_mode!(dropped_send_leaves_no_waiter_, dropped_send_leaves_no_waiter,
-    spsc_cas: Spsc, Cas, (); spsc_updt: Spsc, Updt, ();
-    spmc_cas: Spmc, Cas, (); spmc_updt: Spmc, Updt, ();
-    mpsc_cas: Mpsc, Cas, (); mpsc_updt: Mpsc, Updt, ();
-    mpmc_cas: Mpmc, Cas, (); mpmc_updt: Mpmc, Updt, ();
+every_mode!(
+    dropped_send_leaves_no_waiter_,
+    dropped_send_leaves_no_waiter
 );
 
 /// A receive future woken for a message and dropped before it is polled
@@ -628,8 +606,7 @@ fn woken_then_dropped_recv_keeps_message<M: Mode, P: Protocol>() {
     let census = Census::new();
     let (tx, rx) = bounded_in::<Counted<u32>, M, P>(1);
     let (count, waker) = count_waker();
-    let mut fut = rx.recv_async();
-    assert!(poll_once(&mut fut, &waker).is_pending());
+    let fut = polled_pending(rx.recv_async(), &waker);
     let c = census.clone();
     let tx = thread::spawn(move || {
         tx.send(Counted::new(7, &c)).unwrap();
@@ -652,11 +629,9 @@ fn woken_then_dropped_recv_keeps_message<M: Mode, P: Protocol>() {
     assert_eq!(census.made(), census.dropped());
 }
 
-per_mode!(woken_then_dropped_recv_keeps_message_, woken_then_dropped_recv_keeps_message,
-    spsc_cas: Spsc, Cas, (); spsc_updt: Spsc, Updt, ();
-    spmc_cas: Spmc, Cas, (); spmc_updt: Spmc, Updt, ();
-    mpsc_cas: Mpsc, Cas, (); mpsc_updt: Mpsc, Updt, ();
-    mpmc_cas: Mpmc, Cas, (); mpmc_updt: Mpmc, Updt, ();
+every_mode!(
+    woken_then_dropped_recv_keeps_message_,
+    woken_then_dropped_recv_keeps_message
 );
 
 /// Several receivers: a pending future registers first, a blocking receiver
@@ -667,8 +642,7 @@ fn chosen_recv_future_hands_on<M: ManyConsumers, P: Protocol>() {
     let census = Census::new();
     let (tx, rx) = bounded_in::<Counted<u32>, M, P>(1);
     let (count, waker) = count_waker();
-    let mut fut = rx.recv_async();
-    assert!(poll_once(&mut fut, &waker).is_pending());
+    let fut = polled_pending(rx.recv_async(), &waker);
 
     let (park, probe) = TestPark::new(Panic::Never);
     let rx2 = rx.clone();
@@ -701,8 +675,7 @@ fn chosen_send_future_hands_on<M: ManyProducers, P: Protocol>() {
     let (tx, rx) = bounded_in::<Counted<u32>, M, P>(1);
     tx.send(Counted::new(0, &census)).unwrap();
     let (count, waker) = count_waker();
-    let mut fut = tx.send_async(Counted::new(1, &census));
-    assert!(poll_once(&mut fut, &waker).is_pending());
+    let fut = polled_pending(tx.send_async(Counted::new(1, &census)), &waker);
 
     let (park, probe) = TestPark::new(Panic::Never);
     let tx2 = tx.clone();
@@ -782,12 +755,7 @@ fn cancelled_recvs_race_sends<M: Fan, P: Protocol>(np: usize, nc: usize, per: u6
                         turn += 1;
                         let outcome = if turn % 2 == 0 {
                             // Poll once, and drop it if pending.
-                            let mut fut = rx.recv_async();
-                            let polled =
-                                std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut fut).poll(cx)))
-                                    .await;
-                            drop(fut);
-                            match polled {
+                            match poll_once_then_drop(rx.recv_async()).await {
                                 Poll::Ready(r) => Some(r),
                                 Poll::Pending => {
                                     cancelled += 1;
@@ -820,21 +788,16 @@ fn cancelled_recvs_race_sends<M: Fan, P: Protocol>(np: usize, nc: usize, per: u6
         let mut received = Vec::new();
         let mut cancelled = 0;
         let mut rxs = Vec::new();
-        for c in consumers {
-            let (got, n, rx) = c.await.unwrap();
+        for (got, n, rx) in join_tasks(consumers).await {
             received.push(got);
             cancelled += n;
             rxs.push(rx);
         }
         (received, cancelled, rxs)
     });
-    let mut txs: Vec<_> = producers.into_iter().map(|p| p.join().unwrap()).collect();
+    let mut txs = join_threads(producers);
     check_exactly_once(&received, total, per);
-    eprintln!(
-        "{} {}: {cancelled} pending futures cancelled",
-        M::NAME,
-        P::NAME
-    );
+    report_cancelled::<M, P>(cancelled);
 
     // No stale waiter: a receiver blocked now is woken by the next send.
     let tx = txs.pop().unwrap();
@@ -845,15 +808,11 @@ fn cancelled_recvs_race_sends<M: Fan, P: Protocol>(np: usize, nc: usize, per: u6
     assert_eq!(census.made(), census.dropped(), "a message leaked");
 }
 
-per_mode!(cancelled_recvs_race_sends_, cancelled_recvs_race_sends,
-    spsc_cas: Spsc, Cas, (1, 1, 2000);
-    spsc_updt: Spsc, Updt, (1, 1, 2000);
-    spmc_cas: Spmc, Cas, (1, 3, 2000);
-    spmc_updt: Spmc, Updt, (1, 3, 2000);
-    mpsc_cas: Mpsc, Cas, (3, 1, 700);
-    mpsc_updt: Mpsc, Updt, (3, 1, 700);
-    mpmc_cas: Mpmc, Cas, (3, 3, 700);
-    mpmc_updt: Mpmc, Updt, (3, 3, 700);
+every_mode_fanned!(
+    cancelled_recvs_race_sends_,
+    cancelled_recvs_race_sends,
+    2000,
+    700
 );
 
 /// Send futures cancelled over and over (polled once and dropped, their
@@ -872,10 +831,7 @@ fn cancelled_sends_race_recvs<M: Fan, P: Protocol>(nc: usize, per: u64) {
         let mut cancelled = 0u32;
         let mut next = 0u32;
         while (sent.len() as u64) < per {
-            let mut fut = tx.send_async(Counted::new(next, &c));
-            let polled = std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut fut).poll(cx))).await;
-            drop(fut);
-            match polled {
+            match poll_once_then_drop(tx.send_async(Counted::new(next, &c))).await {
                 Poll::Ready(r) => {
                     r.unwrap();
                     sent.push(next);
@@ -889,17 +845,10 @@ fn cancelled_sends_race_recvs<M: Fan, P: Protocol>(nc: usize, per: u64) {
         }
         (sent, cancelled)
     });
-    let mut received: Vec<u32> = consumers
-        .into_iter()
-        .flat_map(|c| c.join().unwrap())
-        .collect();
+    let mut received: Vec<u32> = join_threads(consumers).into_iter().flatten().collect();
     received.sort_unstable();
     assert_eq!(received, sent, "not exactly the completed sends, once each");
-    eprintln!(
-        "{} {}: {cancelled} pending futures cancelled",
-        M::NAME,
-        P::NAME
-    );
+    report_cancelled::<M, P>(cancelled);
     assert_eq!(census.made(), census.dropped(), "a message leaked");
 }
 
@@ -934,18 +883,10 @@ fn shared_receiver<M: Fan, P: Protocol>() {
         let tasks: Vec<_> = (0..3)
             .map(|_| {
                 let rx = rx.clone();
-                tokio::task::spawn_local(async move {
-                    let mut got = Vec::new();
-                    while let Ok(v) = rx.recv_async().await {
-                        got.push(v);
-                    }
-                    got
-                })
+                tokio::task::spawn_local(async move { recv_all(&rx).await })
             })
             .collect();
-        for t in tasks {
-            received.push(t.await.unwrap());
-        }
+        received.extend(join_tasks(tasks).await);
         received
     });
     producer.join().unwrap();
@@ -964,34 +905,18 @@ fn shared_sender<M: Fan, P: Protocol>() {
         let tasks: Vec<_> = (0..TASKS)
             .map(|t| {
                 let tx = tx.clone();
-                tokio::task::spawn_local(async move {
-                    for i in 0..PER {
-                        tx.send_async(msg(t, i, PER)).await.unwrap();
-                    }
-                })
+                tokio::task::spawn_local(async move { send_all_async(&tx, t, PER, |v| v).await })
             })
             .collect();
-        for t in tasks {
-            t.await.unwrap();
-        }
+        join_tasks(tasks).await;
     });
     let received = vec![consumer.join().unwrap()];
     check_exactly_once(&received, TASKS as u64 * PER, PER);
 }
 
-per_mode!(shared_receiver_, shared_receiver,
-    spsc_cas: Spsc, Cas, (); spsc_updt: Spsc, Updt, ();
-    spmc_cas: Spmc, Cas, (); spmc_updt: Spmc, Updt, ();
-    mpsc_cas: Mpsc, Cas, (); mpsc_updt: Mpsc, Updt, ();
-    mpmc_cas: Mpmc, Cas, (); mpmc_updt: Mpmc, Updt, ();
-);
+every_mode!(shared_receiver_, shared_receiver);
 
-per_mode!(shared_sender_, shared_sender,
-    spsc_cas: Spsc, Cas, (); spsc_updt: Spsc, Updt, ();
-    spmc_cas: Spmc, Cas, (); spmc_updt: Spmc, Updt, ();
-    mpsc_cas: Mpsc, Cas, (); mpsc_updt: Mpsc, Updt, ();
-    mpmc_cas: Mpmc, Cas, (); mpmc_updt: Mpmc, Updt, ();
-);
+every_mode!(shared_sender_, shared_sender);
 
 /// Polls `a` and `b` from one task, along with a 5 ms ticker, for 60 ms;
 /// neither may complete. Returns how many times the task was polled.
@@ -1037,12 +962,7 @@ fn two_futures_one_task_idle<M: Mode, P: Protocol>() {
     assert_eq!(rx.try_recv(), Ok(0));
 }
 
-per_mode!(two_futures_one_task_idle_, two_futures_one_task_idle,
-    spsc_cas: Spsc, Cas, (); spsc_updt: Spsc, Updt, ();
-    spmc_cas: Spmc, Cas, (); spmc_updt: Spmc, Updt, ();
-    mpsc_cas: Mpsc, Cas, (); mpsc_updt: Mpsc, Updt, ();
-    mpmc_cas: Mpmc, Cas, (); mpmc_updt: Mpmc, Updt, ();
-);
+every_mode!(two_futures_one_task_idle_, two_futures_one_task_idle);
 
 // ---- leaks, and the futures' traits ---------------------------------------------
 
@@ -1053,8 +973,7 @@ fn leaked_futures<M: Mode, P: Protocol>() {
     let (count, waker) = count_waker();
 
     let (tx, rx) = bounded_in::<u32, M, P>(1);
-    let mut fut = rx.recv_async();
-    assert!(poll_once(&mut fut, &waker).is_pending());
+    let fut = polled_pending(rx.recv_async(), &waker);
     std::mem::forget(fut);
     let peer = thread::spawn(move || {
         let _ = tx.send(1);
@@ -1065,8 +984,7 @@ fn leaked_futures<M: Mode, P: Protocol>() {
 
     let (tx, rx) = bounded_in::<u32, M, P>(1);
     tx.send(0).unwrap();
-    let mut fut = tx.send_async(1);
-    assert!(poll_once(&mut fut, &waker).is_pending());
+    let fut = polled_pending(tx.send_async(1), &waker);
     std::mem::forget(fut);
     let peer = thread::spawn(move || {
         let got: Vec<_> = rx.iter().collect();
@@ -1077,12 +995,7 @@ fn leaked_futures<M: Mode, P: Protocol>() {
     let _ = count;
 }
 
-per_mode!(leaked_futures_, leaked_futures,
-    spsc_cas: Spsc, Cas, (); spsc_updt: Spsc, Updt, ();
-    spmc_cas: Spmc, Cas, (); spmc_updt: Spmc, Updt, ();
-    mpsc_cas: Mpsc, Cas, (); mpsc_updt: Mpsc, Updt, ();
-    mpmc_cas: Mpmc, Cas, (); mpmc_updt: Mpmc, Updt, ();
-);
+every_mode!(leaked_futures_, leaked_futures);
 
 mod traits {
     use super::*;
@@ -1161,16 +1074,7 @@ fn rendezvous_cancelled_recvs<M: Fan, P: Protocol>(np: usize, nc: usize, per: u6
     rendezvous(|| cancelled_recvs_race_sends::<M, P>(np, nc, per));
 }
 
-per_mode!(exchange_rendezvous, rendezvous_exchange,
-    spsc_cas: Spsc, Cas, (1, 1, 1000);
-    spsc_updt: Spsc, Updt, (1, 1, 1000);
-    spmc_cas: Spmc, Cas, (1, 3, 1000);
-    spmc_updt: Spmc, Updt, (1, 3, 1000);
-    mpsc_cas: Mpsc, Cas, (3, 1, 500);
-    mpsc_updt: Mpsc, Updt, (3, 1, 500);
-    mpmc_cas: Mpmc, Cas, (3, 3, 500);
-    mpmc_updt: Mpmc, Updt, (3, 3, 500);
-);
+every_mode_fanned!(exchange_rendezvous, rendezvous_exchange, 1000, 500);
 
 per_mode!(async_to_threads_rendezvous, rendezvous_async_to_threads,
     mpmc_cas: Mpmc, Cas, (3, 2, 500);
@@ -1201,8 +1105,7 @@ fn rendezvous_dropped_send_future_takes_its_message_back() {
     let census = Census::new();
     let (tx, rx) = bounded_in::<Counted<u32>, Mpmc, Cas>(0);
     let (_count, waker) = count_waker();
-    let mut fut = tx.send_async(Counted::new(1, &census));
-    assert!(poll_once(&mut fut, &waker).is_pending());
+    let fut = polled_pending(tx.send_async(Counted::new(1, &census)), &waker);
     drop(fut);
     assert_eq!(
         census.dropped(),
@@ -1219,8 +1122,7 @@ fn rendezvous_dropped_recv_future_passes_its_message_on() {
     let census = Census::new();
     let (tx, rx) = bounded_in::<Counted<u32>, Mpmc, Updt>(0);
     let (count, waker) = count_waker();
-    let mut fut = rx.recv_async();
-    assert!(poll_once(&mut fut, &waker).is_pending());
+    let fut = polled_pending(rx.recv_async(), &waker);
     // The future waits in the rendezvous, so a try_send meets it.
     assert!(tx.try_send(Counted::new(7, &census)).is_ok());
     assert!(

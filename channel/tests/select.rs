@@ -40,6 +40,47 @@ fn within<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
     }
 }
 
+/// Two tests of `$body`, one per protocol: `$cas` with `Cas`, `$updt` with
+/// `Updt` (and the same arguments).
+macro_rules! cas_and_updt {
+    ($body:ident($($arg:expr),*): $cas:ident, $updt:ident) => {
+        #[test]
+        fn $cas() {
+            $body::<Cas>($($arg),*);
+        }
+
+        #[test]
+        fn $updt() {
+            $body::<Updt>($($arg),*);
+        }
+    };
+}
+
+/// Receives once from `rx1` or `rx2` (which may be the same endpoint), with
+/// the `select!` macro or else with a `Select`.
+fn select_recv<T, M: Mode, P: Protocol>(
+    by_macro: bool,
+    rx1: &swco_channel::Receiver<T, M, P>,
+    rx2: &swco_channel::Receiver<T, M, P>,
+) -> T {
+    if by_macro {
+        select! {
+            recv(rx1) -> m => m.unwrap(),
+            recv(rx2) -> m => m.unwrap(),
+        }
+    } else {
+        let mut sel = Select::new();
+        let first = sel.recv(rx1);
+        sel.recv(rx2);
+        let oper = sel.select();
+        if oper.index() == first {
+            oper.recv(rx1).unwrap()
+        } else {
+            oper.recv(rx2).unwrap()
+        }
+    }
+}
+
 // ---- the macro ---------------------------------------------------------
 
 #[test]
@@ -341,6 +382,22 @@ fn unfinished_selected_operation_drops_its_message() {
 
 // ---- exactly once -------------------------------------------------------
 
+/// A thread sending `base..base + per` on `tx`.
+fn producer<M: Mode, P: Protocol>(
+    tx: swco_channel::Sender<u64, M, P>,
+    base: u64,
+    per: u64,
+) -> thread::JoinHandle<()>
+where
+    swco_channel::Sender<u64, M, P>: Send,
+{
+    thread::spawn(move || {
+        for i in 0..per {
+            tx.send(base + i).unwrap();
+        }
+    })
+}
+
 /// `producers` threads per channel, each sending `per` numbered messages,
 /// over a spsc-Updt, an mpsc-Cas, an spmc-Updt and an mpmc-Cas channel... as
 /// far as the modes allow: single-sender channels get one producer.
@@ -360,36 +417,14 @@ fn exactly_once_over_mixed_channels(consumers: usize, per: u64) {
             id += 1;
             id << 32
         };
-        let base = next();
-        producers.push(thread::spawn(move || {
-            for i in 0..per {
-                tx_a.send(base + i).unwrap();
-            }
-        }));
+        producers.push(producer(tx_a, next(), per));
         for _ in 0..3 {
-            let tx = tx_b.clone();
-            let base = next();
-            producers.push(thread::spawn(move || {
-                for i in 0..per {
-                    tx.send(base + i).unwrap();
-                }
-            }));
+            producers.push(producer(tx_b.clone(), next(), per));
         }
         drop(tx_b);
-        let base = next();
-        producers.push(thread::spawn(move || {
-            for i in 0..per {
-                tx_c.send(base + i).unwrap();
-            }
-        }));
+        producers.push(producer(tx_c, next(), per));
         for _ in 0..3 {
-            let tx = tx_d.clone();
-            let base = next();
-            producers.push(thread::spawn(move || {
-                for i in 0..per {
-                    tx.send(base + i).unwrap();
-                }
-            }));
+            producers.push(producer(tx_d.clone(), next(), per));
         }
         drop(tx_d);
         let n_producers = producers.len() as u64;
@@ -572,15 +607,7 @@ fn select_both_ends<P: Protocol>() {
     });
 }
 
-#[test]
-fn select_on_both_ends_cas() {
-    select_both_ends::<Cas>();
-}
-
-#[test]
-fn select_on_both_ends_updt() {
-    select_both_ends::<Updt>();
-}
+cas_and_updt!(select_both_ends(): select_on_both_ends_cas, select_on_both_ends_updt);
 
 /// Soak: drop-counted payloads over channels of several modes; consumers
 /// select for a while and then leave, dropping their receivers with
@@ -680,15 +707,7 @@ fn drop_counted_soak<P: Protocol>() {
     });
 }
 
-#[test]
-fn drop_counted_soak_cas() {
-    drop_counted_soak::<Cas>();
-}
-
-#[test]
-fn drop_counted_soak_updt() {
-    drop_counted_soak::<Updt>();
-}
+cas_and_updt!(drop_counted_soak(): drop_counted_soak_cas, drop_counted_soak_updt);
 
 // ---- fairness -------------------------------------------------------------
 
@@ -821,22 +840,7 @@ fn wake_is_handed_on<P: Protocol>() {
             let mut round = 0;
             while sel_go_rx.recv().is_ok() {
                 plain_go_tx.send(()).unwrap();
-                let took = if round % 2 == 0 {
-                    select! {
-                        recv(rx1) -> m => m.unwrap(),
-                        recv(rx2) -> m => m.unwrap(),
-                    }
-                } else {
-                    let mut sel = Select::new();
-                    let first = sel.recv(&rx1);
-                    sel.recv(&rx2);
-                    let oper = sel.select();
-                    if oper.index() == first {
-                        oper.recv(&rx1).unwrap()
-                    } else {
-                        oper.recv(&rx2).unwrap()
-                    }
-                };
+                let took = select_recv(round % 2 == 0, &rx1, &rx2);
                 sel_done_tx.send(took).unwrap();
                 round += 1;
             }
@@ -874,15 +878,7 @@ fn wake_is_handed_on<P: Protocol>() {
     });
 }
 
-#[test]
-fn wake_is_handed_on_cas() {
-    wake_is_handed_on::<Cas>();
-}
-
-#[test]
-fn wake_is_handed_on_updt() {
-    wake_is_handed_on::<Updt>();
-}
+cas_and_updt!(wake_is_handed_on(): wake_is_handed_on_cas, wake_is_handed_on_updt);
 
 /// Rendezvous channels in selects: a select receiving from two zero-capacity
 /// channels meets plain sending threads, and a select sending meets a select
@@ -934,15 +930,7 @@ fn rendezvous_selects<P: Protocol>() {
     drop(keep);
 }
 
-#[test]
-fn rendezvous_selects_cas() {
-    rendezvous_selects::<Cas>();
-}
-
-#[test]
-fn rendezvous_selects_updt() {
-    rendezvous_selects::<Updt>();
-}
+cas_and_updt!(rendezvous_selects(): rendezvous_selects_cas, rendezvous_selects_updt);
 
 /// A `Select` receive on a rendezvous channel that times out leaves no
 /// packet behind: a later `try_send` finds no receiver.
@@ -971,17 +959,7 @@ where
                 tx.send(round).unwrap();
                 tx
             });
-            let got = if round % 2 == 0 {
-                select! {
-                    recv(rx) -> m => m.unwrap(),
-                    recv(rx) -> m => m.unwrap(),
-                }
-            } else {
-                let mut sel = Select::new();
-                sel.recv(&rx);
-                sel.recv(&rx);
-                sel.select().recv(&rx).unwrap()
-            };
+            let got = select_recv(round % 2 == 0, &rx, &rx);
             assert_eq!(got, round);
             tx = t.join().unwrap();
         }

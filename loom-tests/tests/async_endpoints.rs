@@ -28,7 +28,9 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use loom::sync::atomic::AtomicBool;
 use loom::thread;
-use swco_channel::{bounded_in, Cas, ManyConsumers, Mode, Mpmc, Mpsc, Protocol, Spmc, Spsc, Updt};
+use swco_channel::{
+    bounded_in, Cas, ManyConsumers, Mode, Mpmc, Mpsc, Protocol, Receiver, Sender, Spmc, Spsc, Updt,
+};
 
 /// A waker that records that it was woken, in a loom atomic: a task that
 /// sees the flag set has synchronised with the wake, as with a real
@@ -64,17 +66,62 @@ fn poll_once<F: Future + Unpin>(fut: &mut F, waker: &Waker) -> Poll<F::Output> {
     Pin::new(fut).poll(&mut Context::from_waker(waker))
 }
 
+/// A thread that sends 1 on `tx` and returns the sender, so that the
+/// receiver never sees a disconnect.
+fn send_one<M: Mode, P: Protocol>(tx: Sender<u32, M, P>) -> thread::JoinHandle<Sender<u32, M, P>> {
+    thread::spawn(move || {
+        tx.send(1).expect("receiver alive");
+        tx
+    })
+}
+
+/// The receiver got the sender's 1, and only once.
+fn received_once<M: Mode, P: Protocol>(
+    got: u32,
+    sender: thread::JoinHandle<Sender<u32, M, P>>,
+    rx: &Receiver<u32, M, P>,
+) {
+    assert_eq!(got, 1);
+    let tx = sender.join().expect("sender panicked");
+    assert!(rx.try_recv().is_err(), "received twice");
+    drop(tx);
+}
+
+/// A thread receiving two messages, and returning them and its receiver.
+type TwoReceived<M, P> = thread::JoinHandle<(u32, u32, Receiver<u32, M, P>)>;
+
+/// A full ring (one slot, filled first with 0), and a thread receiving two
+/// messages from it.
+fn full_ring_and_receiver<M: Mode, P: Protocol>() -> (Sender<u32, M, P>, TwoReceived<M, P>) {
+    let (tx, rx) = bounded_in::<u32, M, P>(1);
+    tx.try_send(0).expect("an empty ring has room");
+    let receiver = thread::spawn(move || {
+        let first = rx.recv().expect("sender alive");
+        let second = rx.recv().expect("sender alive");
+        (first, second, rx)
+    });
+    (tx, receiver)
+}
+
+/// The receiver of [`full_ring_and_receiver`] got the first message, then
+/// `second`.
+fn received_first_then<M: Mode, P: Protocol>(
+    second: u32,
+    tx: Sender<u32, M, P>,
+    receiver: TwoReceived<M, P>,
+) {
+    let (first, got, rx) = receiver.join().expect("receiver panicked");
+    assert_eq!((first, got), (0, second));
+    drop((tx, rx));
+}
+
 /// A receive future polled once on an empty ring, then dropped, while a
 /// sender's `send` races poll and drop; then the receiver blocks in `recv`.
 /// It must get the message: either the future returned it, or it is still
 /// in the ring, and a wake the future was chosen for was not lost with it.
 fn recv_future_dropped_racing_send<M: Mode, P: Protocol>() {
     let (tx, rx) = bounded_in::<u32, M, P>(1);
-    // The sender is returned, so that the receiver never sees a disconnect.
-    let sender = thread::spawn(move || {
-        tx.send(1).expect("receiver alive");
-        tx
-    });
+    let sender = send_one(tx);
     let (_, waker) = flag_waker();
     let mut fut = rx.recv_async();
     let early = match poll_once(&mut fut, &waker) {
@@ -86,10 +133,7 @@ fn recv_future_dropped_racing_send<M: Mode, P: Protocol>() {
         Some(got) => got,
         None => rx.recv().expect("sender alive"),
     };
-    assert_eq!(got, 1);
-    let tx = sender.join().expect("sender panicked");
-    assert!(rx.try_recv().is_err(), "received twice");
-    drop(tx);
+    received_once(got, sender, &rx);
 }
 
 /// A send future polled once on a full ring (one slot, filled first), then
@@ -97,13 +141,7 @@ fn recv_future_dropped_racing_send<M: Mode, P: Protocol>() {
 /// drop; if it did not complete, the sender then blocks in `send`. The
 /// receiver gets the first message and exactly one of the other two.
 fn send_future_dropped_racing_recv<M: Mode, P: Protocol>() {
-    let (tx, rx) = bounded_in::<u32, M, P>(1);
-    tx.try_send(0).expect("an empty ring has room");
-    let receiver = thread::spawn(move || {
-        let first = rx.recv().expect("sender alive");
-        let second = rx.recv().expect("sender alive");
-        (first, second, rx)
-    });
+    let (tx, receiver) = full_ring_and_receiver::<M, P>();
     let (_, waker) = flag_waker();
     let mut fut = tx.send_async(1);
     let sent = poll_once(&mut fut, &waker);
@@ -118,9 +156,7 @@ fn send_future_dropped_racing_recv<M: Mode, P: Protocol>() {
             2
         }
     };
-    let (first, second, rx) = receiver.join().expect("receiver panicked");
-    assert_eq!((first, second), (0, expected));
-    drop((tx, rx));
+    received_first_then(expected, tx, receiver);
 }
 
 /// A receive future polled, then at once polled again (spuriously: on a
@@ -129,10 +165,7 @@ fn send_future_dropped_racing_recv<M: Mode, P: Protocol>() {
 /// `send` races all of it. Once woken it must be ready.
 fn recv_future_repolled<M: Mode, P: Protocol>() {
     let (tx, rx) = bounded_in::<u32, M, P>(1);
-    let sender = thread::spawn(move || {
-        tx.send(1).expect("receiver alive");
-        tx
-    });
+    let sender = send_one(tx);
     let (flag, waker) = flag_waker();
     let mut fut = rx.recv_async();
     let mut got = None;
@@ -150,23 +183,14 @@ fn recv_future_repolled<M: Mode, P: Protocol>() {
         }
     });
     drop(fut);
-    assert_eq!(got, 1);
-    let tx = sender.join().expect("sender panicked");
-    assert!(rx.try_recv().is_err(), "received twice");
-    drop(tx);
+    received_once(got, sender, &rx);
 }
 
 /// The send side of [`recv_future_repolled`]: a send future on a full ring
 /// (one slot, filled first) polled twice, then again when woken, while a
 /// receiver takes both messages.
 fn send_future_repolled<M: Mode, P: Protocol>() {
-    let (tx, rx) = bounded_in::<u32, M, P>(1);
-    tx.try_send(0).expect("an empty ring has room");
-    let receiver = thread::spawn(move || {
-        let first = rx.recv().expect("sender alive");
-        let second = rx.recv().expect("sender alive");
-        (first, second, rx)
-    });
+    let (tx, receiver) = full_ring_and_receiver::<M, P>();
     let (flag, waker) = flag_waker();
     let mut fut = tx.send_async(1);
     let mut sent = false;
@@ -185,9 +209,7 @@ fn send_future_repolled<M: Mode, P: Protocol>() {
         }
     }
     drop(fut);
-    let (first, second, rx) = receiver.join().expect("receiver panicked");
-    assert_eq!((first, second), (0, 1));
-    drop((tx, rx));
+    received_first_then(1, tx, receiver);
 }
 
 /// Several receivers: a future registers first (the ring is empty and no
@@ -225,161 +247,50 @@ fn leaked_recv_future_then_retire<M: Mode, P: Protocol>() {
     sender.join().expect("sender panicked");
 }
 
+/// [`model!`]s at bound 3: `name => body;` each.
+macro_rules! models {
+    ($($name:ident => $body:expr;)*) => {
+        $(model!($name, 3, $body);)*
+    };
+}
+
 // Two loom threads each, small enough for bound 3 (the whole file runs in
 // about ten seconds in release); the blocking models use 1 or 2 because
 // they have more threads.
-model!(
-    cas_spsc_recv_future_dropped,
-    3,
-    recv_future_dropped_racing_send::<Spsc, Cas>()
-);
-model!(
-    updt_spsc_recv_future_dropped,
-    3,
-    recv_future_dropped_racing_send::<Spsc, Updt>()
-);
-model!(
-    cas_mpsc_recv_future_dropped,
-    3,
-    recv_future_dropped_racing_send::<Mpsc, Cas>()
-);
-model!(
-    updt_mpsc_recv_future_dropped,
-    3,
-    recv_future_dropped_racing_send::<Mpsc, Updt>()
-);
-model!(
-    cas_mpmc_recv_future_dropped,
-    3,
-    recv_future_dropped_racing_send::<Mpmc, Cas>()
-);
-model!(
-    updt_mpmc_recv_future_dropped,
-    3,
-    recv_future_dropped_racing_send::<Mpmc, Updt>()
-);
+models! {
+    cas_spsc_recv_future_dropped => recv_future_dropped_racing_send::<Spsc, Cas>();
+    updt_spsc_recv_future_dropped => recv_future_dropped_racing_send::<Spsc, Updt>();
+    cas_mpsc_recv_future_dropped => recv_future_dropped_racing_send::<Mpsc, Cas>();
+    updt_mpsc_recv_future_dropped => recv_future_dropped_racing_send::<Mpsc, Updt>();
+    cas_mpmc_recv_future_dropped => recv_future_dropped_racing_send::<Mpmc, Cas>();
+    updt_mpmc_recv_future_dropped => recv_future_dropped_racing_send::<Mpmc, Updt>();
 
-model!(
-    cas_spsc_send_future_dropped,
-    3,
-    send_future_dropped_racing_recv::<Spsc, Cas>()
-);
-model!(
-    updt_spsc_send_future_dropped,
-    3,
-    send_future_dropped_racing_recv::<Spsc, Updt>()
-);
-model!(
-    cas_spmc_send_future_dropped,
-    3,
-    send_future_dropped_racing_recv::<Spmc, Cas>()
-);
-model!(
-    updt_spmc_send_future_dropped,
-    3,
-    send_future_dropped_racing_recv::<Spmc, Updt>()
-);
-model!(
-    cas_mpmc_send_future_dropped,
-    3,
-    send_future_dropped_racing_recv::<Mpmc, Cas>()
-);
-model!(
-    updt_mpmc_send_future_dropped,
-    3,
-    send_future_dropped_racing_recv::<Mpmc, Updt>()
-);
+    cas_spsc_send_future_dropped => send_future_dropped_racing_recv::<Spsc, Cas>();
+    updt_spsc_send_future_dropped => send_future_dropped_racing_recv::<Spsc, Updt>();
+    cas_spmc_send_future_dropped => send_future_dropped_racing_recv::<Spmc, Cas>();
+    updt_spmc_send_future_dropped => send_future_dropped_racing_recv::<Spmc, Updt>();
+    cas_mpmc_send_future_dropped => send_future_dropped_racing_recv::<Mpmc, Cas>();
+    updt_mpmc_send_future_dropped => send_future_dropped_racing_recv::<Mpmc, Updt>();
 
-model!(
-    cas_mpmc_chosen_recv_future_hands_on,
-    3,
-    chosen_recv_future_hands_on::<Mpmc, Cas>()
-);
-model!(
-    updt_mpmc_chosen_recv_future_hands_on,
-    3,
-    chosen_recv_future_hands_on::<Mpmc, Updt>()
-);
+    cas_mpmc_chosen_recv_future_hands_on => chosen_recv_future_hands_on::<Mpmc, Cas>();
+    updt_mpmc_chosen_recv_future_hands_on => chosen_recv_future_hands_on::<Mpmc, Updt>();
 
-model!(
-    cas_spsc_leaked_recv_future,
-    3,
-    leaked_recv_future_then_retire::<Spsc, Cas>()
-);
-model!(
-    updt_spsc_leaked_recv_future,
-    3,
-    leaked_recv_future_then_retire::<Spsc, Updt>()
-);
-model!(
-    cas_mpsc_leaked_recv_future,
-    3,
-    leaked_recv_future_then_retire::<Mpsc, Cas>()
-);
-model!(
-    updt_mpsc_leaked_recv_future,
-    3,
-    leaked_recv_future_then_retire::<Mpsc, Updt>()
-);
+    cas_spsc_leaked_recv_future => leaked_recv_future_then_retire::<Spsc, Cas>();
+    updt_spsc_leaked_recv_future => leaked_recv_future_then_retire::<Spsc, Updt>();
+    cas_mpsc_leaked_recv_future => leaked_recv_future_then_retire::<Mpsc, Cas>();
+    updt_mpsc_leaked_recv_future => leaked_recv_future_then_retire::<Mpsc, Updt>();
 
-model!(
-    cas_spsc_recv_future_repolled,
-    3,
-    recv_future_repolled::<Spsc, Cas>()
-);
-model!(
-    updt_spsc_recv_future_repolled,
-    3,
-    recv_future_repolled::<Spsc, Updt>()
-);
-model!(
-    cas_mpsc_recv_future_repolled,
-    3,
-    recv_future_repolled::<Mpsc, Cas>()
-);
-model!(
-    updt_mpsc_recv_future_repolled,
-    3,
-    recv_future_repolled::<Mpsc, Updt>()
-);
-model!(
-    cas_mpmc_recv_future_repolled,
-    3,
-    recv_future_repolled::<Mpmc, Cas>()
-);
-model!(
-    updt_mpmc_recv_future_repolled,
-    3,
-    recv_future_repolled::<Mpmc, Updt>()
-);
+    cas_spsc_recv_future_repolled => recv_future_repolled::<Spsc, Cas>();
+    updt_spsc_recv_future_repolled => recv_future_repolled::<Spsc, Updt>();
+    cas_mpsc_recv_future_repolled => recv_future_repolled::<Mpsc, Cas>();
+    updt_mpsc_recv_future_repolled => recv_future_repolled::<Mpsc, Updt>();
+    cas_mpmc_recv_future_repolled => recv_future_repolled::<Mpmc, Cas>();
+    updt_mpmc_recv_future_repolled => recv_future_repolled::<Mpmc, Updt>();
 
-model!(
-    cas_spsc_send_future_repolled,
-    3,
-    send_future_repolled::<Spsc, Cas>()
-);
-model!(
-    updt_spsc_send_future_repolled,
-    3,
-    send_future_repolled::<Spsc, Updt>()
-);
-model!(
-    cas_spmc_send_future_repolled,
-    3,
-    send_future_repolled::<Spmc, Cas>()
-);
-model!(
-    updt_spmc_send_future_repolled,
-    3,
-    send_future_repolled::<Spmc, Updt>()
-);
-model!(
-    cas_mpmc_send_future_repolled,
-    3,
-    send_future_repolled::<Mpmc, Cas>()
-);
-model!(
-    updt_mpmc_send_future_repolled,
-    3,
-    send_future_repolled::<Mpmc, Updt>()
-);
+    cas_spsc_send_future_repolled => send_future_repolled::<Spsc, Cas>();
+    updt_spsc_send_future_repolled => send_future_repolled::<Spsc, Updt>();
+    cas_spmc_send_future_repolled => send_future_repolled::<Spmc, Cas>();
+    updt_spmc_send_future_repolled => send_future_repolled::<Spmc, Updt>();
+    cas_mpmc_send_future_repolled => send_future_repolled::<Mpmc, Cas>();
+    updt_mpmc_send_future_repolled => send_future_repolled::<Mpmc, Updt>();
+}
