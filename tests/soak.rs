@@ -1,7 +1,7 @@
 //! Randomised soak of the channels between plain threads and coroutines.
 //!
 //! Each trial picks a mode and protocol (all eight combinations), a
-//! capacity, 1–3 producers and consumers (as the mode allows), and for each
+//! capacity (0, a rendezvous, included), 1–3 producers and consumers (as the mode allows), and for each
 //! of them whether it is an OS thread or a swco coroutine (pinned with
 //! `spawn_on`, placed by the runtime's policy, or spawned with
 //! `swco::spawn` from inside a launcher coroutine); every operation
@@ -590,7 +590,10 @@ struct Style {
 }
 
 impl Style {
-    fn random(rng: &mut Rng) -> Style {
+    /// On a rendezvous (`cap` 0) a worker blocks now and then: `try_` and
+    /// timed operations meet only a peer that is already waiting, so two
+    /// workers that never block would never meet (as in Go).
+    fn random(rng: &mut Rng, cap: usize) -> Style {
         let mut s = Style {
             block: rng.below(4),
             try_: rng.below(4),
@@ -598,8 +601,8 @@ impl Style {
             yield_one_in: [0, 2, 5, 20][rng.below(4) as usize],
             abandon_one_in: [0, 0, 4, 20][rng.below(4) as usize],
         };
-        if s.block + s.try_ + s.timeout == 0 {
-            s.block = 1;
+        if s.block + s.try_ + s.timeout == 0 || cap == 0 {
+            s.block = s.block.max(1);
         }
         s
     }
@@ -680,7 +683,9 @@ impl Trial {
         };
         // One slot is where every operation blocks and wake-ups matter most.
         let cap = match rng.below(8) {
-            0 | 1 => 1,
+            // Zero: a rendezvous, where every operation meets a peer.
+            0 => 0,
+            1 => 1,
             2 => [9, 16, 33, 64, 1024][rng.below(5) as usize],
             _ => rng.upto(2, 8) as usize,
         };
@@ -711,7 +716,7 @@ impl Trial {
                     _ => rng.upto(10, 150),
                 } as u32,
                 stop_after: None,
-                style: Style::random(&mut rng),
+                style: Style::random(&mut rng, cap),
                 seed: rng.next(),
             })
             .collect();
@@ -720,7 +725,7 @@ impl Trial {
                 place: place(&mut rng),
                 msgs: 0,
                 stop_after: rng.one_in(4).then(|| rng.upto(0, 40) as u32),
-                style: Style::random(&mut rng),
+                style: Style::random(&mut rng, cap),
                 seed: rng.next(),
             })
             .collect();

@@ -290,11 +290,9 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     pub(crate) fn try_recv(&self) -> Result<T, TryRecvError> {
         if let Some(zero) = self.zero() {
             return match zero.arrive(Side::Recv, None, None, &|| self.senders_gone()) {
-                Arrival::Served(Some(msg)) => {
-                    // A sender's waker that panicked: on with it now.
-                    rethrow_deferred();
-                    Ok(msg)
-                }
+                // A sender's waker that panicked goes on at our next
+                // blocking operation (`hook::with_current`).
+                Arrival::Served(Some(msg)) => Ok(msg),
                 Arrival::Disconnected(_) => Err(TryRecvError::Disconnected),
                 _ => Err(TryRecvError::Empty),
             };
@@ -442,10 +440,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
                 &|side| self.zero_queued(side),
             )
         })
-        .map(|got| {
-            rethrow_deferred();
-            got.expect("a served receiver has a message")
-        })
+        .map(|got| got.expect("a served receiver has a message"))
         .map_err(|(_, timed_out)| {
             if timed_out {
                 RecvTimeoutError::Timeout

@@ -421,8 +421,12 @@ fn poll_rendezvous<T, M: Mode, P: Protocol>(
     };
     match zero.arrive(side, msg(), Some(&waker), &gone) {
         Arrival::Served(got) => {
-            // A waker that panicked goes on once the message is settled.
-            rethrow_deferred();
+            // A waker that panicked goes on once the message is settled: at
+            // once for a send (ours moved into the channel), at the thread's
+            // next blocking operation for a receive (its message is ours).
+            if side == Side::Send {
+                rethrow_deferred();
+            }
             Poll::Ready(Ok(got))
         }
         Arrival::Disconnected(back) => Poll::Ready(Err(back)),

@@ -146,6 +146,22 @@ pub fn set_current(hook: Option<Rc<dyn Park>>) -> Option<Rc<dyn Park>> {
     })
 }
 
+/// For executors: goes on with an unwinding (a cancellation) that a
+/// rendezvous receive on this thread put off because it had already been
+/// handed its message. Call before suspending a coroutine.
+#[doc(hidden)]
+pub fn resume_deferred_unwind() {
+    crate::rendezvous::rethrow_deferred();
+}
+
+/// For executors: forgets an unwinding put off as for
+/// [`resume_deferred_unwind`], when the coroutine finished without
+/// suspending again (it completed, so there is nothing left to cancel).
+#[doc(hidden)]
+pub fn discard_deferred_unwind() {
+    crate::rendezvous::discard_deferred();
+}
+
 /// This thread's park context: the installed one, or the OS-thread parker.
 pub fn current() -> Rc<dyn Park> {
     let installed = CURRENT.with(|c| c.borrow().clone());
@@ -160,6 +176,9 @@ pub fn current() -> Rc<dyn Park> {
 /// drop a context that a parked operation is still inside.
 #[inline]
 pub fn with_current<R>(f: impl FnOnce(&dyn Park) -> R) -> R {
+    // A cancellation that a rendezvous receive put off (it had been handed
+    // its message) goes on now, before this thread blocks again.
+    crate::rendezvous::rethrow_deferred();
     CURRENT.with(|c| {
         // A shared borrow, held across `f`: other contexts of this thread
         // (coroutines) may borrow too, but nobody may replace the context.

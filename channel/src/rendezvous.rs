@@ -58,7 +58,7 @@ thread_local! {
     static DEFERRED: Cell<Option<Box<dyn Any + Send>>> = const { Cell::new(None) };
 }
 
-fn defer(payload: Box<dyn Any + Send>) {
+pub(crate) fn defer(payload: Box<dyn Any + Send>) {
     DEFERRED.with(|d| {
         // A second panic while one waits: keep the first, drop this one.
         if let Some(first) = d.take() {
@@ -69,8 +69,19 @@ fn defer(payload: Box<dyn Any + Send>) {
     });
 }
 
+/// Forgets a deferred panic: its coroutine finished without blocking or
+/// suspending again.
+pub(crate) fn discard_deferred() {
+    // Dropping a payload may panic (user code): the coroutine is done, and
+    // the executor reports escaped panics; do not take it down here.
+    let _ = catch_unwind(AssertUnwindSafe(|| drop(DEFERRED.with(Cell::take))));
+}
+
 /// Goes on with a panic deferred by this thread's last rendezvous
-/// operation, if any. Called once the operation's message is settled.
+/// operation, if any: a sender's, once its copy of the message is
+/// forgotten; a receiver's, at its next blocking operation (or, in a
+/// coroutine, its next suspension), so that the message it was handed is
+/// its caller's first.
 pub(crate) fn rethrow_deferred() {
     if let Some(payload) = DEFERRED.with(Cell::take) {
         resume_unwind(payload);
@@ -509,24 +520,18 @@ impl<T, L: RawLock> Rendezvous<T, L> {
             }
             // A coroutine cancelled at shutdown unwinds out of its park. If
             // a peer served the packet first, the hand-off stands: a
-            // sender reports success (its caller forgets its copy) and the
-            // unwinding goes on after that (`rethrow_deferred`); else the
-            // packet leaves the queue and the unwinding goes on at once,
-            // the message still the caller's.
+            // sender reports success (its caller forgets its copy), a
+            // receiver returns its message, and the unwinding goes on
+            // later (`rethrow_deferred`: for a sender once its copy is
+            // forgotten; for a receiver at its next blocking operation or
+            // suspension, or never if it finishes first). Else the packet
+            // leaves the queue and the unwinding goes on at once, the
+            // message still the caller's.
             if let Err(payload) = catch_unwind(AssertUnwindSafe(|| park.park(deadline))) {
                 match self.withdraw(side, &packet) {
-                    Settled::Done(got) if side == Side::Send => {
+                    Settled::Done(got) => {
                         defer(payload);
                         return Ok(got);
-                    }
-                    Settled::Done(Some(msg)) => {
-                        // A receiver handed a message as it was cancelled:
-                        // the message goes on to the next receiver.
-                        // Our side is not gone: we are still here.
-                        if self.reoffer(msg, &|| false) {
-                            queued(Side::Send);
-                        }
-                        resume_unwind(payload);
                     }
                     settled => {
                         // A sender's copy is the caller's duplicate.

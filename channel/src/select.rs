@@ -54,6 +54,7 @@
 //! receivers); see [`SelectedOperation::send`] for what that promises.
 
 use std::fmt;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 use crate::backoff::Backoff;
@@ -585,7 +586,22 @@ fn block<L: OpList + ?Sized>(
     };
     let mut chosen = find(registered.ops, &|op| !op.still_blocked());
     if chosen.is_none() {
-        park.park(deadline);
+        // Cancelled (unwinding) out of the park after a peer served one of
+        // our rendezvous packets: the hand-off stands, as for a plain
+        // receive (`rendezvous.rs`); the unwinding goes on at the next
+        // blocking operation or suspension.
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| park.park(deadline))) {
+            if let Some(token) = registered.token.take() {
+                let served = token.close().err();
+                registered.settle_packets(served);
+                if let Some(i) = served {
+                    registered.finish(None);
+                    crate::rendezvous::defer(payload);
+                    return Blocked::Completed(i);
+                }
+            }
+            resume_unwind(payload);
+        }
         // Only a choice of which registration to leave rather than abandon:
         // plain loads will do.
         chosen = find(registered.ops, &|op| op.ready());

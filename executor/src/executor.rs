@@ -322,6 +322,10 @@ impl Local {
             if let Err(payload) = catch_unwind(AssertUnwindSafe(|| job.run(start))) {
                 report_escaped_panic(payload);
             }
+            // A cancellation that a rendezvous receive put off, in a
+            // coroutine that then finished without suspending: nothing is
+            // left to cancel, and it must not go on in the next coroutine.
+            swco_channel::hook::discard_deferred_unwind();
         });
         self.wait_queue.borrow_mut().put(
             slot,

@@ -92,6 +92,8 @@ impl Park for CoroutinePark {
         let Some((local, header)) = self.running() else {
             return self.fallback.park(deadline);
         };
+        // A cancellation a rendezvous receive put off goes on now.
+        hook::resume_deferred_unwind();
         if deadline.is_some_and(|d| Instant::now() >= d) {
             return;
         }

@@ -569,7 +569,11 @@ where
 /// Outside a coroutine (or inside a panic hook), yields the OS thread.
 pub fn yield_now() {
     match Local::current().filter(|l| l.can_suspend()) {
-        Some(local) => local.suspend(Suspend::Yield),
+        Some(local) => {
+            // A cancellation a rendezvous receive put off goes on now.
+            swco_channel::hook::resume_deferred_unwind();
+            local.suspend(Suspend::Yield)
+        }
         None => thread::yield_now(),
     }
 }
@@ -619,6 +623,8 @@ pub fn sleep_until(deadline: Instant) {
                 let header = local
                     .running_header()
                     .expect("a coroutine that can suspend is running");
+                // A cancellation a rendezvous receive put off goes on now.
+                swco_channel::hook::resume_deferred_unwind();
                 // Nobody holds a waker for this coroutine, so only the
                 // timer (or a cancelling shutdown) resumes it; the loop
                 // absorbs any early return all the same.
