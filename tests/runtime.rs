@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
+use std::time::Duration;
 
 use swco::channel::{mpmc, spsc, Updt};
 use swco::{BuildError, Placement, Runtime, SpawnError};
@@ -772,4 +773,33 @@ fn a_ping_pong_pair_does_not_starve_its_executor() {
         rounds < LIMIT,
         "the pair ran {rounds} rounds without letting the woken coroutine run"
     );
+}
+
+/// Stealing moves each stolen job's `live` count to its thief as it
+/// starts, so after many trees of spawns on four executors (thieves
+/// stealing batches from thieves) every executor's count is back to zero
+/// and shutdown returns: a miscount (batches counted while other thieves
+/// stole from the thief) left an executor waiting for coroutines it no
+/// longer had, and a shutdown hung (seen once in CI, in the daisy chain;
+/// this test did not catch it on the 2-core development machine, where
+/// thieves rarely race).
+#[test]
+fn shutdown_after_heavy_stealing_returns() {
+    fn tree(depth: u32) -> u64 {
+        if depth == 0 {
+            return 1;
+        }
+        let kids: Vec<_> = (0..4)
+            .map(|_| swco::spawn(move || tree(depth - 1)))
+            .collect();
+        kids.into_iter().map(|h| h.join().unwrap()).sum()
+    }
+    for _ in 0..30 {
+        let rt = runtime(4);
+        let leaves = rt.spawn(|| tree(6)).join().unwrap();
+        assert_eq!(leaves, 4u64.pow(6));
+        // Bounded, so that a miscount fails the test instead of hanging it.
+        rt.shutdown_timeout(Duration::from_secs(60))
+            .expect("every executor exits once nothing is live");
+    }
 }

@@ -273,6 +273,16 @@ impl Local {
 
     /// Gives `job` a stack and a coroutine, and runs it.
     fn launch(&self, job: Job) {
+        let counted_on = job.counted_on();
+        if counted_on != self.shared.index {
+            // A stolen job: its count moves here as it starts. Relaxed,
+            // both: the victim cannot exit before this (its count still
+            // includes the job), and we are running, not exiting.
+            self.shared.live.fetch_add(1, Ordering::Relaxed);
+            self.runtime.executor_shared()[counted_on]
+                .live
+                .fetch_sub(1, Ordering::Relaxed);
+        }
         let taken = self.pool.borrow_mut().take();
         let stack = match taken {
             Ok((stack, fresh)) => {
@@ -641,7 +651,6 @@ impl Local {
         let n = all.len();
         for k in 1..n {
             let victim = &all[(self.shared.index + k) % n];
-            let before = self.spawns.len();
             let job = loop {
                 match victim.stealer.steal_batch_and_pop(&self.spawns) {
                     Steal::Success(job) => break Some(job),
@@ -650,11 +659,8 @@ impl Local {
                 }
             };
             if let Some(job) = job {
-                let moved = self.spawns.len() - before + 1;
-                // Relaxed: load estimates (placement, reports, the exit
-                // check of an executor whose jobs were all taken).
-                self.shared.live.fetch_add(moved, Ordering::Relaxed);
-                victim.live.fetch_sub(moved, Ordering::Relaxed);
+                // The `live` counts move job by job, in `launch`: counting
+                // the batch here raced with thieves of our own deque.
                 return Some(Runnable::Job(job));
             }
         }

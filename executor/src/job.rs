@@ -18,11 +18,28 @@ pub(crate) struct Job {
     /// started by another executor that steals it. Pinned jobs and jobs
     /// placed by the other policies start where they were placed.
     stealable: bool,
+    /// The executor whose `live` count includes this job. A thief that
+    /// starts a stolen job moves the count to itself then (one job at a
+    /// time, so the counts stay exact however batches race).
+    counted_on: usize,
 }
 
 impl Job {
-    pub(crate) fn new(body: Box<dyn FnOnce(Start) + Send>, stealable: bool) -> Self {
-        Job { body, stealable }
+    pub(crate) fn new(
+        body: Box<dyn FnOnce(Start) + Send>,
+        stealable: bool,
+        counted_on: usize,
+    ) -> Self {
+        Job {
+            body,
+            stealable,
+            counted_on,
+        }
+    }
+
+    /// The executor whose `live` count includes this job.
+    pub(crate) fn counted_on(&self) -> usize {
+        self.counted_on
     }
 
     /// Whether the job may be started by another executor that steals it.

@@ -58,7 +58,9 @@ pub(crate) struct ExecutorShared {
     pub(crate) inbox: CachePadded<Inbox<Job>>,
     pub(crate) stop: AtomicU8,
     /// Coroutines placed here and not yet finished (for least-loaded
-    /// placement and the shutdown report).
+    /// placement, the shutdown report, and the exit check). A stolen job's
+    /// count moves to its thief when the thief starts it (`Local::launch`),
+    /// one job at a time, so the counts stay exact.
     pub(crate) live: CachePadded<AtomicUsize>,
     pub(crate) counters: CachePadded<Counters>,
     /// Set while the executor has nothing to run (it may be parked): it will

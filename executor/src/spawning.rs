@@ -152,7 +152,7 @@ impl RuntimeShared {
                 drop_payload(payload);
             }
         });
-        let job = Job::new(body, stealable);
+        let job = Job::new(body, stealable, cpe);
         match Local::current() {
             // Same executor, from inside it: no inbox, no lock.
             Some(local)
