@@ -143,12 +143,21 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     }
 
     #[inline]
-    pub(crate) fn receivers_gone(&self) -> bool {
+    fn receivers_gone(&self) -> bool {
         self.rx_gone.load(Ordering::SeqCst) != 0
     }
 
+    /// Whether the side that parties of `side` meet is gone (a sender's
+    /// peers are the receivers).
+    pub(crate) fn peers_gone(&self, side: Side) -> bool {
+        match side {
+            Side::Send => self.receivers_gone(),
+            Side::Recv => self.senders_gone(),
+        }
+    }
+
     #[inline]
-    pub(crate) fn senders_gone(&self) -> bool {
+    fn senders_gone(&self) -> bool {
         self.tx_gone.load(Ordering::SeqCst) != 0
     }
 
@@ -388,7 +397,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
         // that is either handed over (then the caller forgets its own) or
         // forgotten below.
         let copy = unsafe { std::ptr::read(msg) };
-        let gone = || self.receivers_gone();
+        let gone = || self.peers_gone(Side::Send);
         let Some((park, deadline)) = wait else {
             return match zero.arrive(Side::Send, Some(copy), None, &gone) {
                 Arrival::Served(_) => Ok(()),

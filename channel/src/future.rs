@@ -415,10 +415,7 @@ fn poll_rendezvous<T, M: Mode, P: Protocol>(
         }
     }
     let waker = || cx.waker().clone();
-    let gone = || match side {
-        Side::Send => chan.receivers_gone(),
-        Side::Recv => chan.senders_gone(),
-    };
+    let gone = || chan.peers_gone(side);
     match zero.arrive(side, msg(), Some(&waker), &gone) {
         Arrival::Served(got) => {
             // A waker that panicked goes on once the message is settled: at

@@ -61,11 +61,8 @@ thread_local! {
 pub(crate) fn defer(payload: Box<dyn Any + Send>) {
     DEFERRED.with(|d| {
         // A second panic while one waits: keep the first, drop this one.
-        if let Some(first) = d.take() {
-            d.set(Some(first));
-        } else {
-            d.set(Some(payload));
-        }
+        let first = d.take();
+        d.set(Some(first.unwrap_or(payload)));
     });
 }
 
@@ -212,6 +209,16 @@ struct Queues<T> {
     receivers: VecDeque<Arc<Packet<T>>>,
 }
 
+impl<T> Queues<T> {
+    /// Where parties of `side` wait.
+    fn of(&mut self, side: Side) -> &mut VecDeque<Arc<Packet<T>>> {
+        match side {
+            Side::Send => &mut self.senders,
+            Side::Recv => &mut self.receivers,
+        }
+    }
+}
+
 /// The meeting point of a zero-capacity channel.
 pub(crate) struct Rendezvous<T, L> {
     lock: L,
@@ -234,6 +241,16 @@ unsafe impl<T: Send, L: RawLock> Send for Rendezvous<T, L> {}
 pub(crate) enum Side {
     Send,
     Recv,
+}
+
+impl Side {
+    /// The side a party of this side meets.
+    pub(crate) fn other(self) -> Side {
+        match self {
+            Side::Send => Side::Recv,
+            Side::Recv => Side::Send,
+        }
+    }
 }
 
 impl<T, L: RawLock> Rendezvous<T, L> {
@@ -301,10 +318,7 @@ impl<T, L: RawLock> Rendezvous<T, L> {
     ) -> Arrival<T> {
         let mut msg = msg;
         let served = self.locked(|q| {
-            let peers = match side {
-                Side::Send => &mut q.receivers,
-                Side::Recv => &mut q.senders,
-            };
+            let peers = q.of(side.other());
             while let Some(peer) = peers.pop_front() {
                 if let Some((token, index)) = &peer.token {
                     if !token.decide(index + 1) {
@@ -337,10 +351,7 @@ impl<T, L: RawLock> Rendezvous<T, L> {
                 return Err(None);
             };
             let packet = Packet::new(msg.take(), make_waker(), None);
-            let queue = match side {
-                Side::Send => &mut q.senders,
-                Side::Recv => &mut q.receivers,
-            };
+            let queue = q.of(side);
             if first {
                 queue.push_front(packet.clone());
             } else {
@@ -403,10 +414,7 @@ impl<T, L: RawLock> Rendezvous<T, L> {
     /// packet's settled state; `Waiting` never comes back.
     pub(crate) fn withdraw(&self, side: Side, packet: &Arc<Packet<T>>) -> Settled<T> {
         let removed = self.locked(|q| {
-            let queue = match side {
-                Side::Send => &mut q.senders,
-                Side::Recv => &mut q.receivers,
-            };
+            let queue = q.of(side);
             let at = queue.iter().position(|p| Arc::ptr_eq(p, packet))?;
             queue.remove(at);
             self.store_lens(q);
@@ -468,10 +476,7 @@ impl<T, L: RawLock> Rendezvous<T, L> {
     /// (`Side::Send`: the receivers are gone, dismiss the senders).
     pub(crate) fn dismiss(&self, side: Side) {
         let dismissed = self.locked(|q| {
-            let queue = match side {
-                Side::Send => &mut q.senders,
-                Side::Recv => &mut q.receivers,
-            };
+            let queue = q.of(side);
             let all = std::mem::take(queue);
             for p in &all {
                 // Release: see `look`.
