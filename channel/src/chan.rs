@@ -182,21 +182,50 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     /// this unwinds, the message is still the caller's.
     #[inline]
     pub(crate) unsafe fn try_send_from(&self, msg: *const T) -> Result<(), Unsent> {
+        // SAFETY: our caller's contract, for a run of one.
+        unsafe { self.try_send_run_from(msg, 1) }.map(|_| ())
+    }
+
+    /// Moves as many of the `n` (at least 1) messages at `msgs` into the
+    /// ring as there is room for now, in order, under one claim; returns how
+    /// many (at least 1) moved. A zero-capacity channel moves one, if a
+    /// receiver is waiting.
+    ///
+    /// # Safety
+    /// `msgs` points to `n` contiguous valid messages owned by the caller.
+    /// On `Ok(k)` the first `k` have been moved (bitwise) into the ring: the
+    /// caller must forget its copies, then call
+    /// [`wake_receivers(k)`](Chan::wake_receivers). The rest, and all of them
+    /// on `Err` or if this unwinds, are still the caller's.
+    #[inline]
+    pub(crate) unsafe fn try_send_run_from(
+        &self,
+        msgs: *const T,
+        n: usize,
+    ) -> Result<usize, Unsent> {
+        debug_assert!(n >= 1);
         if let Some(zero) = self.zero() {
-            // SAFETY: our caller's contract.
-            return unsafe { self.zero_send_from(zero, msg, None) };
+            // SAFETY: our caller's contract, for the first message.
+            return unsafe { self.zero_send_from(zero, msgs, None) }.map(|()| 1);
         }
         if self.receivers_gone() {
             return Err(Unsent::Disconnected);
         }
         let mut backoff = Backoff::new();
         loop {
-            match self.tx.claim(&self.ring, Turn::Produce) {
-                Ok(pos) => {
-                    // SAFETY: the cursor gave us `pos` as a producer; the
-                    // caller vouches for `msg` and treats it as moved on `Ok`.
-                    unsafe { self.ring.write_from(pos, msg) };
-                    return Ok(());
+            match self.tx.claim_run(&self.ring, Turn::Produce, n) {
+                Ok((first, k)) => {
+                    let mut pos = first;
+                    for i in 0..k {
+                        // SAFETY: the cursor gave us the run from `first` as
+                        // a producer, `i < k <= n`, and the caller vouches
+                        // for `msgs` and treats the first `k` as moved on
+                        // `Ok`. Nothing here can unwind or suspend, so the
+                        // whole run is published (invariant 2).
+                        unsafe { self.ring.write_from(pos, msgs.add(i)) };
+                        pos = self.ring.next(pos);
+                    }
+                    return Ok(k);
                 }
                 Err(tail) => {
                     if self.ring.is_full_at(self.rx.position(), tail) {
@@ -223,29 +252,53 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
         msg: *const T,
         deadline: Option<Instant>,
     ) -> Result<(), Unsent> {
+        // SAFETY: our caller's contract, for a run of one.
+        unsafe { self.send_run_from(msg, 1, deadline) }.map(|_| ())
+    }
+
+    /// Moves a prefix (at least 1) of the `n` messages at `msgs` into the
+    /// ring, blocking while the ring is full, until `deadline` if there is
+    /// one; returns its length. A batch calls it until every message is in.
+    ///
+    /// # Safety
+    /// As for [`try_send_run_from`](Chan::try_send_run_from); if a blocked
+    /// sender unwinds out of its park, every message is still the caller's.
+    #[inline]
+    pub(crate) unsafe fn send_run_from(
+        &self,
+        msgs: *const T,
+        n: usize,
+        deadline: Option<Instant>,
+    ) -> Result<usize, Unsent> {
         // SAFETY: our caller's contract.
-        match unsafe { self.try_send_from(msg) } {
+        match unsafe { self.try_send_run_from(msgs, n) } {
             Err(Unsent::Full) => {
                 // SAFETY: our caller's contract.
-                unsafe { self.send_blocking(msg, deadline) }
+                unsafe { self.send_blocking(msgs, n, deadline) }
             }
             done => done,
         }
     }
 
-    /// The slow path of `send_from`: spin a little (threads only), then
+    /// The slow path of `send_run_from`: spin a little (threads only), then
     /// park. Out of line, so that the fast path's frame stays small.
     ///
     /// # Safety
-    /// As for [`send_from`](Chan::send_from).
+    /// As for [`send_run_from`](Chan::send_run_from).
     #[cold]
     #[inline(never)]
-    unsafe fn send_blocking(&self, msg: *const T, deadline: Option<Instant>) -> Result<(), Unsent> {
+    unsafe fn send_blocking(
+        &self,
+        msgs: *const T,
+        n: usize,
+        deadline: Option<Instant>,
+    ) -> Result<usize, Unsent> {
         // Borrowed, not cloned: no reference count moves per block.
         hook::with_current(|park| {
             if let Some(zero) = self.zero() {
-                // SAFETY: our caller's contract.
-                return unsafe { self.zero_send_from(zero, msg, Some((park, deadline))) };
+                // SAFETY: our caller's contract, for the first message.
+                return unsafe { self.zero_send_from(zero, msgs, Some((park, deadline))) }
+                    .map(|()| 1);
             }
             let mut backoff = Backoff::new();
             loop {
@@ -263,7 +316,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
                     wait_on(&*self.senders, park, deadline, || self.still_full());
                 }
                 // SAFETY: our caller's contract.
-                match unsafe { self.try_send_from(msg) } {
+                match unsafe { self.try_send_run_from(msgs, n) } {
                     Err(Unsent::Full) => {}
                     done => return done,
                 }
@@ -280,6 +333,13 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     /// registers after it finds the message in its re-check.
     #[inline]
     pub(crate) fn wake_receiver(&self) {
+        self.wake_receivers(1);
+    }
+
+    /// [`wake_receiver`](Chan::wake_receiver) after a run of `k` messages:
+    /// up to `k` receivers may each take one.
+    #[inline]
+    pub(crate) fn wake_receivers(&self, k: usize) {
         if self.zero.is_some() {
             // A rendezvous woke its receiver as it handed the message over;
             // a panic that had to wait for the caller to forget its copy
@@ -287,36 +347,68 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
             rethrow_deferred();
             return;
         }
-        // The message is published; a receiver may be waiting for it. A lone
-        // side's publish is a plain store, so the list fences first.
+        // The messages are published; receivers may be waiting for them. A
+        // lone side's publish is a plain store, so the list fences first.
         self.receivers
-            .notify_one(!<M::Tx<P> as Cursor>::CLAIM_SYNCS_WITH_WAITERS);
+            .notify_many(!<M::Tx<P> as Cursor>::CLAIM_SYNCS_WITH_WAITERS, k);
     }
 
     // ---- receiving -------------------------------------------------------
 
     #[inline]
     pub(crate) fn try_recv(&self) -> Result<T, TryRecvError> {
+        let mut msg = std::mem::MaybeUninit::uninit();
+        self.try_recv_run(1, |m| {
+            msg.write(m);
+        })
+        // SAFETY: `try_recv_run` hands over exactly as many messages as it
+        // reports, which on `Ok` is at least 1 and at most `max`, here 1.
+        .map(|_| unsafe { msg.assume_init() })
+    }
+
+    /// Takes up to `max` (at least 1) messages that are in the ring now,
+    /// in order, under one claim, handing each to `take`; returns how many
+    /// (at least 1). A zero-capacity channel takes one, if a sender waits.
+    ///
+    /// `take` runs between the claim and the publish of the next slots, so
+    /// it must neither unwind nor suspend (pushing into a `Vec` with room
+    /// reserved beforehand is fine).
+    #[inline]
+    pub(crate) fn try_recv_run(
+        &self,
+        max: usize,
+        mut take: impl FnMut(T),
+    ) -> Result<usize, TryRecvError> {
+        debug_assert!(max >= 1);
         if let Some(zero) = self.zero() {
             return match zero.arrive(Side::Recv, None, None, &|| self.senders_gone()) {
                 // A sender's waker that panicked goes on at our next
                 // blocking operation (`hook::with_current`).
-                Arrival::Served(Some(msg)) => Ok(msg),
+                Arrival::Served(Some(msg)) => {
+                    take(msg);
+                    Ok(1)
+                }
                 Arrival::Disconnected(_) => Err(TryRecvError::Disconnected),
                 _ => Err(TryRecvError::Empty),
             };
         }
         let mut backoff = Backoff::new();
         loop {
-            match self.rx.claim(&self.ring, Turn::Consume) {
-                Ok(pos) => {
-                    // SAFETY: the cursor gave us `pos` as a consumer.
-                    let msg = unsafe { self.ring.read(pos) };
-                    // A slot is free; a sender may be waiting for it. A lone
-                    // side's claim is a plain store, so the list fences first.
+            match self.rx.claim_run(&self.ring, Turn::Consume, max) {
+                Ok((first, k)) => {
+                    let mut pos = first;
+                    for _ in 0..k {
+                        // SAFETY: the cursor gave us the run from `first` as
+                        // a consumer.
+                        take(unsafe { self.ring.read(pos) });
+                        pos = self.ring.next(pos);
+                    }
+                    // Slots are free; senders may be waiting for them. A
+                    // lone side's claim is a plain store, so the list fences
+                    // first.
                     self.senders
-                        .notify_one(!<M::Rx<P> as Cursor>::CLAIM_SYNCS_WITH_WAITERS);
-                    return Ok(msg);
+                        .notify_many(!<M::Rx<P> as Cursor>::CLAIM_SYNCS_WITH_WAITERS, k);
+                    return Ok(k);
                 }
                 Err(head) => {
                     if self.tx.position() == head {
@@ -346,13 +438,56 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
         match self.try_recv() {
             Ok(msg) => Ok(msg),
             Err(TryRecvError::Disconnected) => Err(RecvTimeoutError::Disconnected),
-            Err(TryRecvError::Empty) => self.recv_blocking(deadline),
+            Err(TryRecvError::Empty) => {
+                let mut msg = std::mem::MaybeUninit::uninit();
+                self.recv_blocking(1, deadline, &mut |m| {
+                    msg.write(m);
+                })
+                // SAFETY: as in `try_recv`: on `Ok`, exactly one message
+                // went to the closure.
+                .map(|_| unsafe { msg.assume_init() })
+            }
         }
     }
 
-    /// The slow path of `recv`: spin a little (threads only), then park.
+    /// Takes up to `max` (at least 1) messages, blocking while the ring is
+    /// empty, until `deadline` if there is one: as [`recv`](Chan::recv), then
+    /// whatever else is there (see [`try_recv_run`](Chan::try_recv_run) on
+    /// `take`).
+    pub(crate) fn recv_run(
+        &self,
+        max: usize,
+        deadline: Option<Instant>,
+        take: &mut dyn FnMut(T),
+    ) -> Result<usize, RecvTimeoutError> {
+        if self.zero.is_some() {
+            // One blocking hand-off, then whoever else is waiting.
+            take(self.zero_recv(deadline)?);
+            let mut got = 1;
+            while got < max {
+                match self.try_recv_run(1, &mut *take) {
+                    Ok(_) => got += 1,
+                    Err(_) => break,
+                }
+            }
+            return Ok(got);
+        }
+        match self.try_recv_run(max, &mut *take) {
+            Ok(k) => Ok(k),
+            Err(TryRecvError::Disconnected) => Err(RecvTimeoutError::Disconnected),
+            Err(TryRecvError::Empty) => self.recv_blocking(max, deadline, take),
+        }
+    }
+
+    /// The slow path of `recv` and `recv_run`: spin a little (threads only),
+    /// then park.
     #[cold]
-    fn recv_blocking(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
+    fn recv_blocking(
+        &self,
+        max: usize,
+        deadline: Option<Instant>,
+        take: &mut dyn FnMut(T),
+    ) -> Result<usize, RecvTimeoutError> {
         // Borrowed, not cloned: no reference count moves per block.
         hook::with_current(|park| {
             let mut backoff = Backoff::new();
@@ -368,8 +503,8 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
                 } else {
                     wait_on(&*self.receivers, park, deadline, || self.still_empty());
                 }
-                match self.try_recv() {
-                    Ok(msg) => return Ok(msg),
+                match self.try_recv_run(max, &mut *take) {
+                    Ok(k) => return Ok(k),
                     Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
                     Err(TryRecvError::Empty) => {}
                 }

@@ -53,7 +53,7 @@ pub fn bounded_in<T, M: Mode, P: Protocol>(
     )
 }
 
-fn deadline_after(timeout: Duration) -> Option<Instant> {
+pub(crate) fn deadline_after(timeout: Duration) -> Option<Instant> {
     // A timeout too large to represent waits for ever.
     Instant::now().checked_add(timeout)
 }

@@ -37,6 +37,7 @@
 #![warn(missing_docs)]
 
 mod backoff;
+mod batch;
 mod chan;
 mod claim;
 mod endpoint;

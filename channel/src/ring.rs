@@ -142,6 +142,23 @@ impl<T> Ring<T> {
         }
     }
 
+    /// The run of positions from `first` (whose slot the caller found
+    /// `Ready`) whose slots are all ready for `turn`, at most `max` long:
+    /// returns its length and the position after it. Looking ahead is safe
+    /// for a claimant: a slot ready for a position stays ready until that
+    /// position's claimant uses it, and the claim that follows covers the
+    /// whole run or fails as a whole.
+    #[inline]
+    pub(crate) fn ready_run(&self, turn: Turn, first: usize, max: usize) -> (usize, usize) {
+        let mut n = 1;
+        let mut end = self.next(first);
+        while n < max && self.readiness(turn, end) == Readiness::Ready {
+            n += 1;
+            end = self.next(end);
+        }
+        (n, end)
+    }
+
     /// Moves the value at `src` into the slot at `pos` (a bitwise copy, made
     /// once, straight into the slot) and publishes it to consumers.
     ///

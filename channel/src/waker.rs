@@ -80,6 +80,16 @@ pub trait Waiters: Send + Sync + 'static {
     /// `fence(SeqCst)` after storing its flag.
     fn notify_all(&self);
 
+    /// [`notify_one`](Waiters::notify_one), for progress that `k` waiters
+    /// could each use (a batch): wakes up to `k`, fencing once.
+    #[inline]
+    fn notify_many(&self, fence_first: bool, k: usize) {
+        self.notify_one(fence_first);
+        for _ in 1..k {
+            self.notify_one(false);
+        }
+    }
+
     /// The side's last endpoint is gone: nobody will wait here again, so let
     /// go of anything kept for the next waiter.
     fn retire(&self);
@@ -211,6 +221,19 @@ impl<L: RawLock + 'static> Waiters for WaitList<L> {
             fence(Ordering::SeqCst);
         }
         if self.has_waiters() {
+            self.wake_one();
+        }
+    }
+
+    #[inline]
+    fn notify_many(&self, fence_first: bool, k: usize) {
+        if fence_first {
+            fence(Ordering::SeqCst);
+        }
+        for _ in 0..k {
+            if !self.has_waiters() {
+                break;
+            }
             self.wake_one();
         }
     }
@@ -544,6 +567,12 @@ impl<const LONE_WAKER: bool> Waiters for WaiterSlot<LONE_WAKER> {
 
     #[inline]
     fn notify_one(&self, fence_first: bool) {
+        self.notify(fence_first);
+    }
+
+    #[inline]
+    fn notify_many(&self, fence_first: bool, _: usize) {
+        // One waiter at a time here; the queued ones follow when it leaves.
         self.notify(fence_first);
     }
 

@@ -45,23 +45,32 @@ impl Cursor for CasCursor {
     }
 
     #[inline]
-    fn claim<T>(&self, ring: &Ring<T>, turn: Turn) -> Result<usize, usize> {
+    fn claim_run<T>(
+        &self,
+        ring: &Ring<T>,
+        turn: Turn,
+        max: usize,
+    ) -> Result<(usize, usize), usize> {
         let mut backoff = Backoff::new();
         // Relaxed: only a first guess; the stamp and the CAS decide.
         let mut pos = self.pos.load(Ordering::Relaxed);
         loop {
             match ring.readiness(turn, pos) {
                 Readiness::Ready => {
+                    // A batch counts the ready run first; the CAS then wins
+                    // the whole run or none of it (`pos` unmoved means no
+                    // position of the run was claimed by anyone else).
+                    let (n, end) = ring.ready_run(turn, pos, max);
                     // SeqCst on success: the position is published to the
                     // other side's checks (which load it with Acquire); the
                     // slot's own ordering comes from its stamp.
                     match self.pos.compare_exchange_weak(
                         pos,
-                        ring.next(pos),
+                        end,
                         Ordering::SeqCst,
                         Ordering::Relaxed,
                     ) {
-                        Ok(_) => return Ok(pos),
+                        Ok(_) => return Ok((pos, n)),
                         Err(current) => {
                             pos = current;
                             backoff.spin();

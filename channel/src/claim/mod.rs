@@ -46,7 +46,20 @@ pub trait Cursor: Send + Sync + 'static {
     /// (`Ring::write`/`Ring::read`) without suspending in between.
     /// `Err(pos)`: the slot at `pos` is still the other side's (the ring is
     /// full or empty, or the peer is between its claim and its publish).
-    fn claim<T>(&self, ring: &Ring<T>, turn: Turn) -> Result<usize, usize>;
+    #[inline]
+    fn claim<T>(&self, ring: &Ring<T>, turn: Turn) -> Result<usize, usize> {
+        self.claim_run(ring, turn, 1).map(|(pos, _)| pos)
+    }
+
+    /// Claims a run of up to `max` (at least 1) consecutive positions, from
+    /// the side's next one, whose slots are all ready for `turn`: one claim
+    /// for the lot, which is what makes batches cheap.
+    ///
+    /// `Ok((pos, n))`: the `n` positions from `pos` on (`1 <= n <= max`) are
+    /// ours alone, to copy and publish in order without suspending in
+    /// between. `Err(pos)`: as for [`claim`](Cursor::claim).
+    fn claim_run<T>(&self, ring: &Ring<T>, turn: Turn, max: usize)
+        -> Result<(usize, usize), usize>;
 
     /// Another endpoint of this side exists (a clone).
     fn attach(&self);

@@ -33,15 +33,21 @@ impl Cursor for Single {
     }
 
     #[inline]
-    fn claim<T>(&self, ring: &Ring<T>, turn: Turn) -> Result<usize, usize> {
+    fn claim_run<T>(
+        &self,
+        ring: &Ring<T>,
+        turn: Turn,
+        max: usize,
+    ) -> Result<(usize, usize), usize> {
         // Relaxed: we are the only writer, and moving the endpoint to another
         // thread already synchronised.
         let pos = self.pos.load(Ordering::Relaxed);
         match ring.readiness(turn, pos) {
             Readiness::Ready => {
+                let (n, end) = ring.ready_run(turn, pos, max);
                 // Release: pairs with `position()` in the other side's checks.
-                self.pos.store(ring.next(pos), Ordering::Release);
-                Ok(pos)
+                self.pos.store(end, Ordering::Release);
+                Ok((pos, n))
             }
             readiness => {
                 debug_assert_eq!(readiness, Readiness::Behind, "a lone cursor is never stale");

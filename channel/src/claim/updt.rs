@@ -74,16 +74,23 @@ impl Cursor for UpdtCursor {
     }
 
     #[inline]
-    fn claim<T>(&self, ring: &Ring<T>, turn: Turn) -> Result<usize, usize> {
+    fn claim_run<T>(
+        &self,
+        ring: &Ring<T>,
+        turn: Turn,
+        max: usize,
+    ) -> Result<(usize, usize), usize> {
         self.claim.claim();
         // Relaxed: the claim's SeqCst operations order us after the previous
         // holder's store.
         let pos = self.pos.load(Ordering::Relaxed);
         if ring.readiness(turn, pos) == Readiness::Ready {
+            // A batch looks further ahead, still under the one claim.
+            let (n, end) = ring.ready_run(turn, pos, max);
             // Release: pairs with `position()` in the other side's checks.
-            self.pos.store(ring.next(pos), Ordering::Release);
+            self.pos.store(end, Ordering::Release);
             self.claim.commit();
-            Ok(pos)
+            Ok((pos, n))
         } else {
             self.claim.undo();
             Err(pos)
