@@ -37,7 +37,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use common::{
-    median, table1_cell, Crossbeam, May, Place, Sample, Swco, System, PAPER_CPE_RECV,
+    median, table1_cell, Crossbeam, May, Place, Sample, Swco, System, BATCH, PAPER_CPE_RECV,
     PAPER_CPE_SEND, PAPER_MPE_RECV, PAPER_MPE_SEND, TABLE1_EXECUTORS, TABLE1_N,
 };
 use swco::channel::{Cas, Updt};
@@ -100,11 +100,13 @@ fn usage(bad: &str) -> ! {
 /// row always runs first (right after an idle spell) or last.
 fn one_round(rt: &Runtime, n: usize, m: usize, rep: usize, mut record: impl FnMut(Key, Sample)) {
     let seed = 0x5EED ^ (rep as u64) << 8 ^ n as u64;
-    let rows: [&dyn Fn() -> (Key, Sample); 6] = [
+    let rows: [&dyn Fn() -> (Key, Sample); 8] = [
         &|| run(&Swco::<Cas>::new(rt, Place::Packed), n, m, seed),
         &|| run(&Swco::<Cas>::new(rt, Place::Spread), n, m, seed),
         &|| run(&Swco::<Updt>::new(rt, Place::Packed), n, m, seed),
         &|| run(&Swco::<Updt>::new(rt, Place::Spread), n, m, seed),
+        &|| run(&Swco::<Cas>::new(rt, Place::Batch), n, m, seed),
+        &|| run(&Swco::<Updt>::new(rt, Place::Batch), n, m, seed),
         &|| run(&Crossbeam, n, m, seed),
         &|| run(&May, n, m, seed),
     ];
@@ -119,11 +121,13 @@ fn run<S: System>(sys: &S, n: usize, m: usize, seed: u64) -> (Key, Sample) {
 }
 
 /// The order rows are printed, plotted and written in.
-const ROWS: [Key; 6] = [
+const ROWS: [Key; 8] = [
     ["swco", "cas", "packed"],
     ["swco", "cas", "spread"],
     ["swco", "updt", "packed"],
     ["swco", "updt", "spread"],
+    ["swco", "cas", "batch"],
+    ["swco", "updt", "batch"],
     ["crossbeam", "-", "threads"],
     ["may", "-", "spread"],
 ];
@@ -290,8 +294,8 @@ fn report(opt: &Options, cores: usize, may_workers: usize, m: &Medians) -> Strin
     );
     let cas_packed = ours(ROWS[0]);
     let updt_spread = ours(ROWS[3]);
-    let crossbeam = ours(ROWS[4]);
-    let may = ours(ROWS[5]);
+    let crossbeam = ours(ROWS[6]);
+    let may = ours(ROWS[7]);
     ratio(
         &mut o,
         "paper MPE / swco cas packed",
@@ -304,7 +308,7 @@ fn report(opt: &Options, cores: usize, may_workers: usize, m: &Medians) -> Strin
         cat(PAPER_CPE_SEND, PAPER_CPE_RECV),
         updt_spread,
     );
-    for key in &ROWS[..4] {
+    for key in &ROWS[..6] {
         ratio(
             &mut o,
             &format!("{} / crossbeam", name(*key)),
@@ -312,7 +316,7 @@ fn report(opt: &Options, cores: usize, may_workers: usize, m: &Medians) -> Strin
             crossbeam,
         );
     }
-    for key in &ROWS[..4] {
+    for key in &ROWS[..6] {
         ratio(&mut o, &format!("{} / may", name(*key)), ours(*key), may);
     }
 
@@ -321,19 +325,17 @@ fn report(opt: &Options, cores: usize, may_workers: usize, m: &Medians) -> Strin
         "\nGrowth from n=1 to n=32 (send, recv; then the same for on-CPU ns and wall ns)"
     );
     for key in ROWS {
-        let v = ours(key);
-        let at = |n: usize| get(m, key, n);
-        let (a, b) = (at(TABLE1_N[0]), at(TABLE1_N[2]));
+        let g = growth(m, key);
         let _ = writeln!(
             o,
             "{:<w$} {:>8.1}x {:>8.1}x   on-CPU {:>6.1}x {:>6.1}x   wall {:>6.1}x {:>6.1}x",
             name(key),
-            v[2] / v[0],
-            v[5] / v[3],
-            b.send_cpu_ns / a.send_cpu_ns,
-            b.recv_cpu_ns / a.recv_cpu_ns,
-            b.send_wall_ns / a.send_wall_ns,
-            b.recv_wall_ns / a.recv_wall_ns
+            g[0],
+            g[1],
+            g[2],
+            g[3],
+            g[4],
+            g[5]
         );
     }
     let _ = writeln!(
@@ -369,6 +371,47 @@ fn report(opt: &Options, cores: usize, may_workers: usize, m: &Medians) -> Strin
         gr,
         verdict(gs <= 10.0 && gr <= 10.0)
     );
+    // The add-only protocol under contention, and batches.
+    let at32 = |key: Key| get(m, key, TABLE1_N[2]);
+    let (updt32, cas32) = (at32(ROWS[3]), at32(ROWS[1]));
+    let wall = |s: Sample| s.send_wall_ns.max(s.recv_wall_ns);
+    let q = wall(updt32) / wall(cas32);
+    let _ = writeln!(
+        o,
+        "  swco updt spread n=32 wall ns/message <= 1.5x cas spread's: {:.1} vs {:.1} ns ({:.2}x): {}",
+        wall(updt32),
+        wall(cas32),
+        q,
+        verdict(q <= 1.5)
+    );
+    let g = growth(m, ROWS[3]);
+    let _ = writeln!(
+        o,
+        "  swco updt spread on-CPU growth n=1 to n=32 <= 3x: send {:.1}x, recv {:.1}x: {}",
+        g[2],
+        g[3],
+        verdict(g[2] <= 3.0 && g[3] <= 3.0)
+    );
+    let q = updt_spread[0] / cas_packed[0];
+    let _ = writeln!(
+        o,
+        "  swco updt spread n=1 send <= 1.2x cas packed n=1 send: {:.1} vs {:.1} ns ({:.2}x): {}",
+        updt_spread[0],
+        cas_packed[0],
+        q,
+        verdict(q <= 1.2)
+    );
+    for (key, limit) in [(ROWS[4], 2.0), (ROWS[5], 3.0)] {
+        let s = at32(key);
+        let _ = writeln!(
+            o,
+            "  {} (k = {BATCH}) n=32 wall ns/message <= {limit} ns: send {:.2}, recv {:.2}: {}",
+            name(key),
+            s.send_wall_ns,
+            s.recv_wall_ns,
+            verdict(wall(s) <= limit)
+        );
+    }
     for (label, key) in [("packed", ROWS[0]), ("spread", ROWS[1])] {
         let v = ours(key);
         let worst = (0..6).map(|i| v[i] / may[i]).fold(0.0, f64::max);
@@ -386,16 +429,51 @@ fn report(opt: &Options, cores: usize, may_workers: usize, m: &Medians) -> Strin
     o
 }
 
+/// Growth of a row's figures from n = 1 to n = 32: per-worker send and
+/// receive, on-CPU send and receive, wall send and receive.
+fn growth(m: &Medians, key: Key) -> [f64; 6] {
+    let (a, b) = (get(m, key, TABLE1_N[0]), get(m, key, TABLE1_N[2]));
+    [
+        b.send_ns / a.send_ns,
+        b.recv_ns / a.recv_ns,
+        b.send_cpu_ns / a.send_cpu_ns,
+        b.recv_cpu_ns / a.recv_cpu_ns,
+        b.send_wall_ns / a.send_wall_ns,
+        b.recv_wall_ns / a.recv_wall_ns,
+    ]
+}
+
+/// One line per row and n; the `growth_*` columns (n = 1 to n = 32, the
+/// same on each of a row's lines) let a script check the scaling targets.
 fn to_csv(m: &Medians) -> String {
-    let mut o =
-        String::from("system,protocol,placement,n,send_ns,recv_ns,send_wall_ns,recv_wall_ns\n");
+    let mut o = String::from(
+        "system,protocol,placement,n,send_ns,recv_ns,send_wall_ns,recv_wall_ns,\
+         send_cpu_ns,recv_cpu_ns,growth_send,growth_recv,growth_send_cpu,growth_recv_cpu,\
+         growth_send_wall,growth_recv_wall\n",
+    );
     for key in ROWS {
+        let g = growth(m, key);
         for &n in &TABLE1_N {
             let s = get(m, key, n);
             let _ = writeln!(
                 o,
-                "{},{},{},{},{:.2},{:.2},{:.2},{:.2}",
-                key[0], key[1], key[2], n, s.send_ns, s.recv_ns, s.send_wall_ns, s.recv_wall_ns
+                "{},{},{},{},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2}",
+                key[0],
+                key[1],
+                key[2],
+                n,
+                s.send_ns,
+                s.recv_ns,
+                s.send_wall_ns,
+                s.recv_wall_ns,
+                s.send_cpu_ns,
+                s.recv_cpu_ns,
+                g[0],
+                g[1],
+                g[2],
+                g[3],
+                g[4],
+                g[5]
             );
         }
     }
@@ -415,6 +493,8 @@ fn plot(path: &std::path::Path, m: &Medians) -> Result<(), Box<dyn std::error::E
         RGBColor(174, 199, 232),
         RGBColor(214, 39, 40),
         RGBColor(255, 152, 150),
+        RGBColor(255, 127, 14),
+        RGBColor(255, 187, 120),
         RGBColor(44, 160, 44),
         RGBColor(148, 103, 189),
     ];

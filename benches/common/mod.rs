@@ -106,6 +106,25 @@ pub trait System {
     /// empty.
     fn recv(rx: &Self::Rx) -> Option<u64>;
 
+    /// Messages per batch operation in [`table1_cell`]; 1 means single
+    /// `send`/`recv` calls.
+    fn batch(&self) -> usize {
+        1
+    }
+    /// Sends `vals`, in order.
+    fn send_many(tx: &Self::Tx, vals: &[u64]) {
+        vals.iter().for_each(|&v| Self::send(tx, v));
+    }
+    /// Receives at least one and at most `max` messages into `out`;
+    /// returns how many, 0 once the channel is disconnected and empty.
+    fn recv_many(rx: &Self::Rx, out: &mut Vec<u64>, max: usize) -> usize {
+        let _ = max;
+        Self::recv(rx).map_or(0, |v| {
+            out.push(v);
+            1
+        })
+    }
+
     /// Starts worker `i` (a coroutine or thread, placed by this system's
     /// placement) and returns a function that waits for its result.
     fn start<T, F>(&self, i: usize, f: F) -> Box<dyn FnOnce() -> T>
@@ -124,7 +143,12 @@ pub enum Place {
     Spread,
     /// Chosen by the runtime's placement policy (round-robin).
     Policy,
+    /// As `Spread`, moving [`BATCH`] messages per `send_batch`/`recv_batch`.
+    Batch,
 }
+
+/// Messages per batch operation in the `batch` placement.
+pub const BATCH: usize = 16;
 
 /// swco coroutines on `rt`, protocol `P`.
 pub struct Swco<'a, P> {
@@ -152,6 +176,7 @@ impl<P: Protocol> System for Swco<'_, P> {
             Place::Packed => "packed",
             Place::Spread => "spread",
             Place::Policy => "policy",
+            Place::Batch => "batch",
         };
         ["swco", P::NAME, place]
     }
@@ -166,6 +191,21 @@ impl<P: Protocol> System for Swco<'_, P> {
     fn recv(rx: &Self::Rx) -> Option<u64> {
         rx.recv().ok()
     }
+    fn batch(&self) -> usize {
+        if self.place == Place::Batch {
+            BATCH
+        } else {
+            1
+        }
+    }
+    #[inline(always)]
+    fn send_many(tx: &Self::Tx, vals: &[u64]) {
+        tx.send_batch(vals.iter().copied()).unwrap();
+    }
+    #[inline(always)]
+    fn recv_many(rx: &Self::Rx, out: &mut Vec<u64>, max: usize) -> usize {
+        rx.recv_batch(out, max).unwrap_or(0)
+    }
     fn start<T, F>(&self, i: usize, f: F) -> Box<dyn FnOnce() -> T>
     where
         T: Send + 'static,
@@ -173,7 +213,7 @@ impl<P: Protocol> System for Swco<'_, P> {
     {
         let h = match self.place {
             Place::Packed => self.rt.spawn_on(0, f).expect("executor 0 exists"),
-            Place::Spread => self
+            Place::Spread | Place::Batch => self
                 .rt
                 .spawn_on(i % self.rt.executors(), f)
                 .expect("executor index is in range"),
@@ -359,19 +399,39 @@ where
 /// messages (so nothing blocks); `n` producers each send `m` xorshift
 /// values, timing their own loop; once all are done, `n` consumers each
 /// receive `m`, timing theirs. Panics if a value is lost or invented.
+///
+/// A system whose [`batch`](System::batch) is k > 1 sends k values per
+/// [`send_many`](System::send_many) and receives up to k per
+/// [`recv_many`](System::recv_many); the figures stay per message.
 pub fn table1_cell<S: System>(sys: &S, n: usize, m: usize, seed: u64) -> Sample {
     let (tx, rx) = sys.channel(n * m);
+    let k = sys.batch();
     let sent = phase(sys, n, |i| {
         let tx = tx.clone();
         Box::new(move || {
             let mut x = seed_of(seed, i);
             let mut sum = 0u64;
+            let mut vals = vec![0u64; k];
             let cpu = thread_cpu_time();
             let start = Instant::now();
-            for _ in 0..m {
-                x = xorshift(x);
-                S::send(&tx, x);
-                sum = sum.wrapping_add(x);
+            if k == 1 {
+                for _ in 0..m {
+                    x = xorshift(x);
+                    S::send(&tx, x);
+                    sum = sum.wrapping_add(x);
+                }
+            } else {
+                let mut left = m;
+                while left > 0 {
+                    let now = left.min(k);
+                    for v in &mut vals[..now] {
+                        x = xorshift(x);
+                        *v = x;
+                        sum = sum.wrapping_add(x);
+                    }
+                    S::send_many(&tx, &vals[..now]);
+                    left -= now;
+                }
             }
             let end = Instant::now();
             let cpu = thread_cpu_time().saturating_sub(cpu);
@@ -387,11 +447,23 @@ pub fn table1_cell<S: System>(sys: &S, n: usize, m: usize, seed: u64) -> Sample 
         let rx = rx.clone();
         Box::new(move || {
             let mut sum = 0u64;
+            let mut got = Vec::with_capacity(k);
             let cpu = thread_cpu_time();
             let start = Instant::now();
-            for _ in 0..m {
-                let v = S::recv(&rx).expect("the channel holds every message");
-                sum = sum.wrapping_add(v);
+            if k == 1 {
+                for _ in 0..m {
+                    let v = S::recv(&rx).expect("the channel holds every message");
+                    sum = sum.wrapping_add(v);
+                }
+            } else {
+                let mut left = m;
+                while left > 0 {
+                    got.clear();
+                    let now = S::recv_many(&rx, &mut got, left.min(k));
+                    assert!(now > 0, "the channel holds every message");
+                    sum = got.iter().fold(sum, |a, &v| a.wrapping_add(v));
+                    left -= now;
+                }
             }
             let end = Instant::now();
             let cpu = thread_cpu_time().saturating_sub(cpu);

@@ -253,8 +253,9 @@ impl<T, M: Mode, P: Protocol> Sender<T, M, P> {
 }
 
 /// Room for `max` messages in `out`, reserved before any claim (a
-/// reallocation may panic, and must not happen inside one); returns `max`
-/// capped by what one claim can take.
+/// reallocation may panic, and must not happen inside one), into which the
+/// channel moves messages straight from its slots; returns `max` capped by
+/// what one claim can take.
 fn reserve<T, M: Mode, P: Protocol>(chan: &Chan<T, M, P>, out: &mut Vec<T>, max: usize) -> usize {
     let max = max.min(chan.capacity().max(1));
     out.reserve(max);
@@ -289,9 +290,15 @@ impl<T, M: Mode, P: Protocol> Receiver<T, M, P> {
             return Ok(0);
         }
         let max = reserve(&self.chan, out, max);
-        // `push` cannot reallocate (hence cannot unwind) inside the claim:
-        // the room was reserved above.
-        self.chan.try_recv_run(max, |msg| out.push(msg))
+        // SAFETY: `reserve` made room for `max` more after `len`, outside
+        // the channel; `set_len` covers exactly the `k` moved in.
+        unsafe {
+            let k = self
+                .chan
+                .try_recv_into(out.as_mut_ptr().add(out.len()), max)?;
+            out.set_len(out.len() + k);
+            Ok(k)
+        }
     }
 
     /// [`recv_batch`](Receiver::recv_batch), blocking at most `timeout`
@@ -326,7 +333,14 @@ impl<T, M: Mode, P: Protocol> Receiver<T, M, P> {
             return Ok(0);
         }
         let max = reserve(&self.chan, out, max);
-        // As in `try_recv_batch`: the room is reserved.
-        self.chan.recv_run(max, deadline, &mut |msg| out.push(msg))
+        // SAFETY: as in `try_recv_batch`. If a blocked receiver unwinds out
+        // of its park, nothing was moved in and `len` is unchanged.
+        unsafe {
+            let k = self
+                .chan
+                .recv_into(out.as_mut_ptr().add(out.len()), max, deadline)?;
+            out.set_len(out.len() + k);
+            Ok(k)
+        }
     }
 }

@@ -215,15 +215,19 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
         loop {
             match self.tx.claim_run(&self.ring, Turn::Produce, n) {
                 Ok((first, k)) => {
-                    let mut pos = first;
-                    for i in 0..k {
-                        // SAFETY: the cursor gave us the run from `first` as
-                        // a producer, `i < k <= n`, and the caller vouches
-                        // for `msgs` and treats the first `k` as moved on
-                        // `Ok`. Nothing here can unwind or suspend, so the
-                        // whole run is published (invariant 2).
-                        unsafe { self.ring.write_from(pos, msgs.add(i)) };
-                        pos = self.ring.next(pos);
+                    // SAFETY: the cursor gave us the run of `k <= n`
+                    // positions from `first` as a producer, and the caller
+                    // vouches for `msgs` and treats the first `k` as moved
+                    // on `Ok`. Nothing here can unwind or suspend, so the
+                    // whole run is published (invariant 2).
+                    unsafe {
+                        // A constant at the single-message call sites, which
+                        // then skip the run's bookkeeping.
+                        if n == 1 {
+                            self.ring.write_from(first, msgs);
+                        } else {
+                            self.ring.write_run_from(first, msgs, k);
+                        }
                     }
                     return Ok(k);
                 }
@@ -358,26 +362,24 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     #[inline]
     pub(crate) fn try_recv(&self) -> Result<T, TryRecvError> {
         let mut msg = std::mem::MaybeUninit::uninit();
-        self.try_recv_run(1, |m| {
-            msg.write(m);
-        })
-        // SAFETY: `try_recv_run` hands over exactly as many messages as it
-        // reports, which on `Ok` is at least 1 and at most `max`, here 1.
-        .map(|_| unsafe { msg.assume_init() })
+        // SAFETY: room for one message, which is ours on `Ok`.
+        unsafe { self.try_recv_into(msg.as_mut_ptr(), 1) }
+            // SAFETY: on `Ok(k)`, `1 <= k <= max = 1` messages were moved in.
+            .map(|_| unsafe { msg.assume_init() })
     }
 
-    /// Takes up to `max` (at least 1) messages that are in the ring now,
-    /// in order, under one claim, handing each to `take`; returns how many
-    /// (at least 1). A zero-capacity channel takes one, if a sender waits.
+    /// Moves up to `max` (at least 1) messages that are in the ring now to
+    /// `dst`, in order, under one claim; returns how many (at least 1). A
+    /// zero-capacity channel moves one, if a sender waits.
     ///
-    /// `take` runs between the claim and the publish of the next slots, so
-    /// it must neither unwind nor suspend (pushing into a `Vec` with room
-    /// reserved beforehand is fine).
+    /// # Safety
+    /// `dst` is valid for `max` writes of `T`, outside the channel. On
+    /// `Ok(k)` the first `k` hold messages the caller now owns.
     #[inline]
-    pub(crate) fn try_recv_run(
+    pub(crate) unsafe fn try_recv_into(
         &self,
+        dst: *mut T,
         max: usize,
-        mut take: impl FnMut(T),
     ) -> Result<usize, TryRecvError> {
         debug_assert!(max >= 1);
         if let Some(zero) = self.zero() {
@@ -385,7 +387,8 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
                 // A sender's waker that panicked goes on at our next
                 // blocking operation (`hook::with_current`).
                 Arrival::Served(Some(msg)) => {
-                    take(msg);
+                    // SAFETY: the caller vouches for `dst`.
+                    unsafe { dst.write(msg) };
                     Ok(1)
                 }
                 Arrival::Disconnected(_) => Err(TryRecvError::Disconnected),
@@ -396,12 +399,16 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
         loop {
             match self.rx.claim_run(&self.ring, Turn::Consume, max) {
                 Ok((first, k)) => {
-                    let mut pos = first;
-                    for _ in 0..k {
-                        // SAFETY: the cursor gave us the run from `first` as
-                        // a consumer.
-                        take(unsafe { self.ring.read(pos) });
-                        pos = self.ring.next(pos);
+                    // SAFETY: the cursor gave us the run of `k <= max`
+                    // positions from `first` as a consumer; the caller
+                    // vouches for `dst`.
+                    unsafe {
+                        // As in `try_send_run_from`.
+                        if max == 1 {
+                            dst.write(self.ring.read(first));
+                        } else {
+                            self.ring.read_run_into(first, dst, k);
+                        }
                     }
                     // Slots are free; senders may be waiting for them. A
                     // lone side's claim is a plain store, so the list fences
@@ -440,53 +447,61 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
             Err(TryRecvError::Disconnected) => Err(RecvTimeoutError::Disconnected),
             Err(TryRecvError::Empty) => {
                 let mut msg = std::mem::MaybeUninit::uninit();
-                self.recv_blocking(1, deadline, &mut |m| {
-                    msg.write(m);
-                })
-                // SAFETY: as in `try_recv`: on `Ok`, exactly one message
-                // went to the closure.
-                .map(|_| unsafe { msg.assume_init() })
+                // SAFETY: room for one message, ours on `Ok`.
+                unsafe { self.recv_blocking(msg.as_mut_ptr(), 1, deadline) }
+                    // SAFETY: as in `try_recv`.
+                    .map(|_| unsafe { msg.assume_init() })
             }
         }
     }
 
-    /// Takes up to `max` (at least 1) messages, blocking while the ring is
-    /// empty, until `deadline` if there is one: as [`recv`](Chan::recv), then
-    /// whatever else is there (see [`try_recv_run`](Chan::try_recv_run) on
-    /// `take`).
-    pub(crate) fn recv_run(
+    /// Moves up to `max` (at least 1) messages to `dst`, blocking while the
+    /// ring is empty, until `deadline` if there is one: as
+    /// [`recv`](Chan::recv), then whatever else is there.
+    ///
+    /// # Safety
+    /// As for [`try_recv_into`](Chan::try_recv_into).
+    pub(crate) unsafe fn recv_into(
         &self,
+        dst: *mut T,
         max: usize,
         deadline: Option<Instant>,
-        take: &mut dyn FnMut(T),
     ) -> Result<usize, RecvTimeoutError> {
         if self.zero.is_some() {
             // One blocking hand-off, then whoever else is waiting.
-            take(self.zero_recv(deadline)?);
+            let first = self.zero_recv(deadline)?;
+            // SAFETY: our caller's contract.
+            unsafe { dst.write(first) };
             let mut got = 1;
             while got < max {
-                match self.try_recv_run(1, &mut *take) {
+                // SAFETY: our caller's contract, for the rest of `dst`.
+                match unsafe { self.try_recv_into(dst.add(got), 1) } {
                     Ok(_) => got += 1,
                     Err(_) => break,
                 }
             }
             return Ok(got);
         }
-        match self.try_recv_run(max, &mut *take) {
+        // SAFETY: our caller's contract.
+        match unsafe { self.try_recv_into(dst, max) } {
             Ok(k) => Ok(k),
             Err(TryRecvError::Disconnected) => Err(RecvTimeoutError::Disconnected),
-            Err(TryRecvError::Empty) => self.recv_blocking(max, deadline, take),
+            // SAFETY: our caller's contract.
+            Err(TryRecvError::Empty) => unsafe { self.recv_blocking(dst, max, deadline) },
         }
     }
 
-    /// The slow path of `recv` and `recv_run`: spin a little (threads only),
-    /// then park.
+    /// The slow path of `recv` and `recv_into`: spin a little (threads
+    /// only), then park.
+    ///
+    /// # Safety
+    /// As for [`try_recv_into`](Chan::try_recv_into).
     #[cold]
-    fn recv_blocking(
+    unsafe fn recv_blocking(
         &self,
+        dst: *mut T,
         max: usize,
         deadline: Option<Instant>,
-        take: &mut dyn FnMut(T),
     ) -> Result<usize, RecvTimeoutError> {
         // Borrowed, not cloned: no reference count moves per block.
         hook::with_current(|park| {
@@ -503,7 +518,8 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
                 } else {
                     wait_on(&*self.receivers, park, deadline, || self.still_empty());
                 }
-                match self.try_recv_run(max, &mut *take) {
+                // SAFETY: our caller's contract.
+                match unsafe { self.try_recv_into(dst, max) } {
                     Ok(k) => return Ok(k),
                     Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
                     Err(TryRecvError::Empty) => {}

@@ -150,13 +150,104 @@ impl<T> Ring<T> {
     /// whole run or fails as a whole.
     #[inline]
     pub(crate) fn ready_run(&self, turn: Turn, first: usize, max: usize) -> (usize, usize) {
-        let mut n = 1;
-        let mut end = self.next(first);
-        while n < max && self.readiness(turn, end) == Readiness::Ready {
-            n += 1;
-            end = self.next(end);
+        if max <= 1 {
+            return (1, self.next(first));
         }
-        (n, end)
+        // The stamp that says "ready" is `pos` (produce) or `pos + 1`
+        // (consume); see the module docs.
+        let offset = match turn {
+            Turn::Produce => 0,
+            Turn::Consume => 1,
+        };
+        let mut n = 1;
+        'runs: for (pos, index, len) in self.segments(first, max.min(self.capacity)) {
+            // The first slot was checked by the caller.
+            let skip = usize::from(pos == first);
+            for j in skip..len {
+                // SAFETY: `segments` keeps `index + j < capacity`.
+                let slot = unsafe { self.slots.get_unchecked(index + j) };
+                // Acquire: as in `readiness`.
+                if slot.stamp.load(Ordering::Acquire) != pos.wrapping_add(j + offset) {
+                    break 'runs;
+                }
+                n += 1;
+            }
+        }
+        (n, self.advance(first, n))
+    }
+
+    /// The positions from `first` on, `n <= capacity` of them, as at most
+    /// two stretches of consecutive slots `(first position, first index,
+    /// length)`: the one up to the ring's end, and the one from its start
+    /// (one lap on). Loops over a stretch need no wrap test per slot.
+    #[inline(always)]
+    fn segments(&self, first: usize, n: usize) -> [(usize, usize, usize); 2] {
+        debug_assert!(n <= self.capacity);
+        let index = self.index(first);
+        let head = n.min(self.capacity - index);
+        let next_lap = (first & !(self.one_lap - 1)).wrapping_add(self.one_lap);
+        [(first, index, head), (next_lap, 0, n - head)]
+    }
+
+    /// The position `n <= capacity` after `pos`.
+    #[inline]
+    fn advance(&self, pos: usize, n: usize) -> usize {
+        let [_, (next_lap, _, wrapped)] = self.segments(pos, n);
+        if wrapped == 0 && self.index(pos) + n < self.capacity {
+            pos.wrapping_add(n)
+        } else {
+            next_lap.wrapping_add(wrapped)
+        }
+    }
+
+    /// [`write_from`](Ring::write_from) for the `n` positions from `first`,
+    /// from the `n` values at `src`, in order.
+    ///
+    /// # Safety
+    /// As for `write_from`, for each position of the run and each value.
+    #[inline]
+    pub(crate) unsafe fn write_run_from(&self, first: usize, src: *const T, n: usize) {
+        let mut src = src;
+        for (pos, index, len) in self.segments(first, n) {
+            for j in 0..len {
+                // SAFETY: `segments` keeps `index + j < capacity`.
+                let slot = unsafe { self.slots.get_unchecked(index + j) };
+                // SAFETY: as in `write_from`, for this value and position.
+                slot.value.with_mut(|p| unsafe {
+                    std::ptr::copy_nonoverlapping(src, (*p).as_mut_ptr(), 1)
+                });
+                // Release: as in `write_from`.
+                slot.stamp.store(pos.wrapping_add(j + 1), Ordering::Release);
+                // SAFETY: stays within (or one past) the caller's `n` values.
+                src = unsafe { src.add(1) };
+            }
+        }
+    }
+
+    /// [`read`](Ring::read) for the `n` positions from `first`, moving the
+    /// values to `dst`, in order.
+    ///
+    /// # Safety
+    /// As for `read`, for each position of the run; `dst` is valid for `n`
+    /// writes and does not overlap the ring.
+    #[inline]
+    pub(crate) unsafe fn read_run_into(&self, first: usize, dst: *mut T, n: usize) {
+        let mut dst = dst;
+        let one_lap = self.one_lap;
+        for (pos, index, len) in self.segments(first, n) {
+            for j in 0..len {
+                // SAFETY: `segments` keeps `index + j < capacity`.
+                let slot = unsafe { self.slots.get_unchecked(index + j) };
+                // SAFETY: as in `read`; the caller vouches for `dst`.
+                slot.value
+                    .with(|p| unsafe { std::ptr::copy_nonoverlapping((*p).as_ptr(), dst, 1) });
+                // Release: as in `read`.
+                slot.stamp
+                    .store(pos.wrapping_add(j + one_lap), Ordering::Release);
+                // SAFETY: stays within (or one past) the caller's `n` slots.
+                dst = unsafe { dst.add(1) };
+            }
+        }
     }
 
     /// Moves the value at `src` into the slot at `pos` (a bitwise copy, made
@@ -301,6 +392,22 @@ mod tests {
                     assert_eq!(ring.index(pos), i, "capacity {capacity} lap {lap}");
                     pos = ring.next(pos);
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn advancing_by_a_run_is_stepping_one_by_one() {
+        for capacity in [1, 2, 3, 7, 8, 9] {
+            let ring = Ring::<u8>::new(capacity);
+            let mut pos = 0;
+            for _ in 0..3 * capacity {
+                let mut step = pos;
+                for n in 0..=capacity {
+                    assert_eq!(ring.advance(pos, n), step, "capacity {capacity} n {n}");
+                    step = ring.next(step);
+                }
+                pos = ring.next(pos);
             }
         }
     }

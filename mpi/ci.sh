@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# swco-mpi's one command: installs what is missing (Open MPI, libclang for
+# bindgen), builds, and runs the MPI tests and the ring example under
+# mpirun with 2 and 4 ranks. Exits non-zero on any failure; every mpirun
+# runs under `timeout`, so nothing hangs.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+MPIRUN_TIMEOUT=${MPIRUN_TIMEOUT:-120}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
+
+# --- install what is missing -------------------------------------------------
+need=()
+for pkg in libopenmpi-dev openmpi-bin libclang-dev; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed"; then
+        need+=("$pkg")
+    fi
+done
+if ((${#need[@]})); then
+    command -v apt-get >/dev/null || { echo "ci.sh: need ${need[*]} and there is no apt-get" >&2; exit 1; }
+    SUDO=()
+    [ "$(id -u)" -ne 0 ] && SUDO=(sudo)
+    echo "ci.sh: installing ${need[*]}"
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
+fi
+
+# --- build ---------------------------------------------------------------------
+cargo build --release --tests --examples
+cargo test --release --lib
+TEST_BIN=$(cargo test --release --test mpi --no-run --message-format=json 2>/dev/null \
+    | grep '"kind":\["test"\]' | grep -o '"executable":"[^"]*"' | cut -d'"' -f4)
+[ -x "$TEST_BIN" ] || { echo "ci.sh: cannot find the mpi test binary" >&2; exit 1; }
+RING_BIN=$CARGO_TARGET_DIR/release/examples/ring
+
+# --- run under mpirun ----------------------------------------------------------
+run() {
+    local n=$1; shift
+    echo "=== mpirun -n $n $(basename "$1")"
+    timeout --kill-after=10 "$MPIRUN_TIMEOUT" \
+        mpirun --allow-run-as-root --oversubscribe -n "$n" "$@"
+}
+for n in 2 4; do
+    run "$n" "$TEST_BIN"
+    run "$n" "$RING_BIN"
+done
+echo "ci.sh: all MPI tests and the ring passed (2 and 4 ranks)"

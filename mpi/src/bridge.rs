@@ -1,0 +1,868 @@
+//! The bridge: the one thread per rank that makes MPI calls.
+//!
+//! Endpoints hand it work through swco channels (commands, per-route
+//! queues) and atomics, and ring its bell; it never blocks on an MPI call
+//! (every send is `MPI_Isend`, every receive follows a successful
+//! `MPI_Improbe`), so it keeps receiving while its own sends are pending.
+//!
+//! # Protocol (per channel = receiver rank R, user tag t, capacity C)
+//!
+//! * **Credit.** R's route starts with `free = C`. A sender on rank S that
+//!   finds no credit marks its route hungry; S's bridge sends DEMAND(t) (at
+//!   most one outstanding). R keeps a list of demanding ranks and hands all
+//!   its free credit out among them (`max(1, free / demanders)` each) as
+//!   GRANT(t, n); S's bridge turns grants into tokens in the route's token
+//!   channel, from which senders take one per message. Credit comes back to
+//!   `free` as R's consumer takes messages. Invariant on R:
+//!   `free + Σ outstanding[S] + buffered = C`, so the local buffer (a swco
+//!   channel of capacity C) never overflows and the bridge never blocks on
+//!   it.
+//! * **Recall.** Credit held idle on one rank must not starve another: when
+//!   a rank demands and `free == 0`, R sends RECALL(t) to every other rank
+//!   holding credit; it answers RETURN(t, n) with its unused tokens.
+//! * **Data.** Each bridge iteration, S drains each route's queue (every
+//!   message in it holds a credit) into one batch: one `MPI_Isend` on tag
+//!   `1 + t`. Per-sender order holds: a sender's messages enter its route's
+//!   queue in order, and MPI keeps order per (source, tag).
+//! * **Close.** When the last sender of route (R, t) on S is dropped, or S
+//!   finalises, S sends its last batch and CLOSE(t, batches sent). R treats
+//!   S as closed once it has received that many batches (data and control
+//!   travel on different tags and may overtake each other), and reclaims
+//!   S's unused credit. When every source rank of the receiver is closed,
+//!   R drops the local channel's sender: the consumer drains, then gets
+//!   `RecvError`. A route that closed stays closed: a later sender for it
+//!   is born disconnected.
+//! * **Gone.** When R's receiver is dropped, R sends GONE(t) to every source
+//!   not yet closed and answers later DEMANDs with GONE; S then disconnects
+//!   the route (blocked senders wake and get their value back). R keeps
+//!   receiving and discarding until every source has closed.
+//! * **Fin.** Finalising, a rank force-closes all its routes (CLOSE each),
+//!   then sends FIN to every other rank: every route it never opened counts
+//!   as closed with 0 batches. It waits until its receivers' routes are
+//!   complete and FIN came from every other rank, then enters a barrier and
+//!   finalises MPI. Control frames from one rank arrive in order, so a FIN
+//!   never overtakes that rank's CLOSEs.
+
+use std::any::{Any, TypeId};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mpi::point_to_point::{Message, Status};
+use mpi::request::{Request, StaticScope};
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
+use swco::channel::{mpmc, mpsc, spsc};
+
+use crate::endpoint::{InShared, OutShared};
+use crate::wire::{data_tag, user_tag, Kind, Payload, CTRL_TAG, FRAME};
+
+/// Work a thread or coroutine hands to the bridge.
+pub(crate) enum Cmd {
+    OpenSender {
+        dest: i32,
+        tag: u16,
+        type_id: TypeId,
+        any: Arc<dyn Any + Send + Sync>,
+        src: Box<dyn OutSource>,
+        reply: spsc::Sender<Result<Arc<dyn Any + Send + Sync>, String>>,
+    },
+    OpenReceiver {
+        tag: u16,
+        sources: Vec<i32>,
+        shared: Arc<InShared>,
+        sink: Box<dyn Sink>,
+        reply: spsc::Sender<Result<(), String>>,
+    },
+    Raw {
+        job: Box<dyn FnOnce(&SimpleCommunicator) + Send>,
+        reply: spsc::Sender<()>,
+    },
+    Shutdown {
+        reply: spsc::Sender<()>,
+    },
+}
+
+// --- typed halves of routes ------------------------------------------------
+
+/// An `MPI_Isend` in flight, owning its buffer.
+pub(crate) trait Pending {
+    /// Tests for completion; true (and the buffer freed) once complete.
+    fn done(&mut self) -> bool;
+}
+
+struct PendingSend<E: Equivalence + 'static> {
+    req: Option<Request<'static, [E]>>,
+    buf: *mut [E],
+}
+
+impl<E: Equivalence + 'static> PendingSend<E> {
+    fn start(comm: &SimpleCommunicator, dest: i32, tag: i32, data: Vec<E>) -> Box<dyn Pending> {
+        let buf: *mut [E] = Box::into_raw(data.into_boxed_slice());
+        // SAFETY: `buf` comes from `Box::into_raw`, so it is valid and
+        // aligned; it is freed only in `done`/`drop`, after the request that
+        // reads it has completed, and nothing writes to it meanwhile.
+        let view: &'static [E] = unsafe { &*buf };
+        let req = comm
+            .process_at_rank(dest)
+            .immediate_send_with_tag(StaticScope, view, tag);
+        Box::new(PendingSend {
+            req: Some(req),
+            buf,
+        })
+    }
+
+    fn free(&mut self) {
+        // SAFETY: the request has completed (MPI no longer reads the
+        // buffer), `buf` came from `Box::into_raw` and is freed only here,
+        // once: `req` is `None` from now on and `free` is not called again.
+        drop(unsafe { Box::from_raw(self.buf) });
+    }
+}
+
+impl<E: Equivalence + 'static> Pending for PendingSend<E> {
+    fn done(&mut self) -> bool {
+        match self.req.take() {
+            None => true,
+            Some(req) => match req.test() {
+                Ok(_) => {
+                    self.free();
+                    true
+                }
+                Err(req) => {
+                    self.req = Some(req);
+                    false
+                }
+            },
+        }
+    }
+}
+
+impl<E: Equivalence + 'static> Drop for PendingSend<E> {
+    fn drop(&mut self) {
+        if let Some(req) = self.req.take() {
+            req.wait();
+            self.free();
+        }
+    }
+}
+
+/// The typed half of an outgoing route, held by the bridge.
+pub(crate) trait OutSource: Send {
+    fn try_add_handle(&self) -> bool;
+    fn handles(&self) -> usize;
+    /// True if a sender wanted credit since the last call, or one is
+    /// waiting and no token is left.
+    fn take_hungry(&self) -> bool;
+    /// Fails the route's senders: sets the flag, takes back idle tokens,
+    /// drops the token sender (waking blocked senders).
+    fn disconnect(&mut self);
+    /// Moves credit from `bank` into the token channel, as far as it fits.
+    fn push_tokens(&mut self, bank: &mut usize);
+    /// Takes idle tokens back out of the token channel.
+    fn take_tokens(&mut self) -> usize;
+    /// Sends what is queued as one batch (or discards it); true if anything was queued.
+    fn flush(
+        &mut self,
+        comm: &SimpleCommunicator,
+        dest: i32,
+        tag: u16,
+        discard: bool,
+        pending: &mut Vec<Box<dyn Pending>>,
+    ) -> bool;
+}
+
+pub(crate) struct TypedOut<T> {
+    pub(crate) shared: Arc<OutShared<T>>,
+    pub(crate) queue: mpsc::Receiver<T>,
+    pub(crate) tokens: Option<mpmc::Sender<()>>,
+}
+
+/// Most messages in one batch.
+const MAX_BATCH: usize = 4096;
+
+impl<T: Payload> OutSource for TypedOut<T> {
+    fn try_add_handle(&self) -> bool {
+        self.shared.try_add_handle()
+    }
+    fn handles(&self) -> usize {
+        self.shared.handles.load(Ordering::Acquire)
+    }
+    fn take_hungry(&self) -> bool {
+        let s = &self.shared;
+        let edge = s.hungry.load(Ordering::Relaxed) && s.hungry.swap(false, Ordering::AcqRel);
+        edge || (s.waiting.load(Ordering::Acquire) > 0 && s.tokens.is_empty())
+    }
+    fn disconnect(&mut self) {
+        self.shared.disconnected.store(true, Ordering::Release);
+        self.take_tokens();
+        self.tokens = None;
+    }
+    fn push_tokens(&mut self, bank: &mut usize) {
+        if let Some(tx) = &self.tokens {
+            while *bank > 0 && tx.try_send(()).is_ok() {
+                *bank -= 1;
+            }
+        }
+    }
+    fn take_tokens(&mut self) -> usize {
+        self.shared.tokens.try_iter().count()
+    }
+    fn flush(
+        &mut self,
+        comm: &SimpleCommunicator,
+        dest: i32,
+        tag: u16,
+        discard: bool,
+        pending: &mut Vec<Box<dyn Pending>>,
+    ) -> bool {
+        let batch: Vec<T> = self.queue.try_iter().take(MAX_BATCH).collect();
+        if batch.is_empty() {
+            return false;
+        }
+        if !discard {
+            let wire = T::encode(batch);
+            pending.push(PendingSend::<T::Wire>::start(
+                comm,
+                dest,
+                data_tag(tag),
+                wire,
+            ));
+        }
+        true
+    }
+}
+
+/// The typed half of an incoming route, held by the bridge.
+pub(crate) trait Sink: Send {
+    /// Receives a probed data batch, delivering (or discarding) each
+    /// message; returns how many it held.
+    fn receive(&mut self, msg: Message, status: Status) -> usize;
+    /// Drops the local channel's sender: the consumer drains, then sees
+    /// disconnection.
+    fn close(&mut self);
+}
+
+pub(crate) struct TypedIn<T> {
+    pub(crate) tx: Option<mpsc::Sender<T>>,
+}
+
+impl<T: Payload> Sink for TypedIn<T> {
+    fn receive(&mut self, msg: Message, status: Status) -> usize {
+        let (wire, _) = (msg, status).matched_receive_vec::<T::Wire>();
+        let mut n = 0;
+        let tx = &self.tx;
+        T::decode(wire, &mut |m| {
+            n += 1;
+            if let Some(tx) = tx {
+                // Credit guarantees room; a dropped receiver just loses it.
+                let r = tx.try_send(m);
+                debug_assert!(!matches!(r, Err(ref e) if e.is_full()), "credit overrun");
+            }
+        });
+        n
+    }
+    fn close(&mut self) {
+        self.tx = None;
+    }
+}
+
+// --- bridge-side route state -------------------------------------------------
+
+struct OutRoute {
+    src: Box<dyn OutSource>,
+    any: Arc<dyn Any + Send + Sync>,
+    type_id: TypeId,
+    bank: usize,
+    demanding: bool,
+    gone: bool,
+    batches: u64,
+}
+
+#[derive(Default)]
+struct SrcState {
+    outstanding: usize,
+    demanding: bool,
+    recalled: bool,
+    close_batches: Option<u64>,
+    batches: u64,
+    finished: bool,
+}
+
+struct InRoute {
+    shared: Arc<InShared>,
+    sink: Box<dyn Sink>,
+    free: usize,
+    sources: BTreeMap<i32, SrcState>,
+    dead: bool,
+    done: bool,
+    delivered: u64,
+    consumed: u64,
+}
+
+#[derive(Default)]
+struct Pre {
+    demanders: HashSet<i32>,
+    closes: HashMap<i32, u64>,
+}
+
+struct Bridge {
+    comm: SimpleCommunicator,
+    raw: SimpleCommunicator,
+    rank: i32,
+    size: i32,
+    cmds: mpmc::Receiver<Cmd>,
+    bell: mpsc::Receiver<()>,
+    outs: HashMap<(i32, u16), OutRoute>,
+    closed_outs: HashSet<(i32, u16)>,
+    ins: HashMap<u16, InRoute>,
+    pre: HashMap<u16, Pre>,
+    fins: Vec<bool>,
+    ctrl: Vec<Vec<u64>>,
+    pending: Vec<Box<dyn Pending>>,
+    shutdown: Option<spsc::Sender<()>>,
+    fin_sent: bool,
+    raw_jobs: Vec<RawJob>,
+}
+
+type RawJob = (
+    Box<dyn FnOnce(&SimpleCommunicator) + Send>,
+    spsc::Sender<()>,
+);
+
+/// What `World::init` learns from the bridge.
+pub(crate) type Ready = Result<(i32, i32), crate::InitError>;
+
+/// The bridge thread's body: initialises MPI, reports, serves until shutdown.
+pub(crate) fn run(cmds: mpmc::Receiver<Cmd>, bell: mpsc::Receiver<()>, ready: spsc::Sender<Ready>) {
+    let (universe, level) = match mpi::initialize_with_threading(mpi::Threading::Multiple) {
+        Some(x) => x,
+        None => {
+            let _ = ready.send(Err(crate::InitError::AlreadyInitialized));
+            return;
+        }
+    };
+    if level != mpi::Threading::Multiple {
+        let _ = ready.send(Err(crate::InitError::ThreadLevel(format!("{level:?}"))));
+        drop(universe);
+        return;
+    }
+    let comm = universe.world();
+    let raw = comm.duplicate();
+    let (rank, size) = (comm.rank(), comm.size());
+    let mut b = Bridge {
+        comm,
+        raw,
+        rank,
+        size,
+        cmds,
+        bell,
+        outs: HashMap::new(),
+        closed_outs: HashSet::new(),
+        ins: HashMap::new(),
+        pre: HashMap::new(),
+        fins: vec![false; size as usize],
+        ctrl: vec![Vec::new(); size as usize],
+        pending: Vec::new(),
+        shutdown: None,
+        fin_sent: false,
+        raw_jobs: Vec::new(),
+    };
+    b.fins[rank as usize] = true;
+    if ready.send(Ok((rank, size))).is_err() {
+        return;
+    }
+    let reply = b.serve();
+    // Every rank is done: no channel traffic is left anywhere.
+    b.comm.barrier();
+    drop(b);
+    drop(universe);
+    let _ = reply.send(());
+}
+
+/// Idle iterations that spin before the bridge starts yielding its core.
+const SPIN: u32 = 4;
+/// Idle iterations that yield before it starts parking.
+const YIELD: u32 = 4096;
+/// How long an idle bridge parks between polls of MPI.
+const PARK: Duration = Duration::from_micros(500);
+
+impl Bridge {
+    fn serve(&mut self) -> spsc::Sender<()> {
+        let mut idle = 0u32;
+        let trace = std::env::var_os("SWCO_MPI_TRACE").is_some();
+        let mut last_trace = std::time::Instant::now();
+        loop {
+            if trace && last_trace.elapsed() > Duration::from_secs(1) {
+                last_trace = std::time::Instant::now();
+                self.dump();
+            }
+            let mut busy = false;
+            while self.bell.try_recv().is_ok() {
+                busy = true;
+            }
+            busy |= self.commands();
+            busy |= self.incoming();
+            busy |= self.service_ins();
+            busy |= self.service_outs();
+            self.flush_ctrl();
+            self.pending.retain_mut(|p| !p.done());
+            // Raw jobs run after this iteration's data and control went
+            // out, so a peer waiting for them is not held up by the job.
+            for (job, reply) in std::mem::take(&mut self.raw_jobs) {
+                job(&self.raw);
+                let _ = reply.send(());
+                busy = true;
+            }
+            if self.shutdown.is_some() && self.finished() {
+                return self.shutdown.take().expect("checked");
+            }
+            if busy {
+                idle = 0;
+            } else {
+                idle = idle.saturating_add(1);
+                if idle < SPIN {
+                    std::hint::spin_loop();
+                } else if idle < SPIN + YIELD {
+                    std::thread::yield_now();
+                } else {
+                    let _ = self.bell.recv_timeout(PARK);
+                    idle = SPIN; // after a park, yield a while again
+                }
+            }
+        }
+    }
+
+    /// Prints the bridge's state to stderr (`SWCO_MPI_TRACE=1`, once a second).
+    fn dump(&self) {
+        for ((dest, tag), r) in &self.outs {
+            eprintln!(
+                "[{}] out to {dest} tag {tag}: bank {} demanding {} gone {} batches {} handles {}",
+                self.rank,
+                r.bank,
+                r.demanding,
+                r.gone,
+                r.batches,
+                r.src.handles()
+            );
+        }
+        for (tag, r) in &self.ins {
+            let srcs: Vec<String> = r
+                .sources
+                .iter()
+                .map(|(s, st)| {
+                    format!(
+                        "{s}:out{} dem{} rec{} close{:?} b{} fin{}",
+                        st.outstanding,
+                        st.demanding,
+                        st.recalled,
+                        st.close_batches,
+                        st.batches,
+                        st.finished
+                    )
+                })
+                .collect();
+            eprintln!(
+                "[{}] in tag {tag}: free {} dead {} done {} delivered {} consumed {} [{}]",
+                self.rank,
+                r.free,
+                r.dead,
+                r.done,
+                r.delivered,
+                r.consumed,
+                srcs.join(", ")
+            );
+        }
+        eprintln!(
+            "[{}] pending sends {} fins {:?}",
+            self.rank,
+            self.pending.len(),
+            self.fins
+        );
+    }
+
+    fn finished(&self) -> bool {
+        self.fin_sent
+            && self.outs.is_empty()
+            && self.fins.iter().all(|&f| f)
+            && self.ins.values().all(|r| r.done)
+            && self.pending.is_empty()
+            && self.ctrl.iter().all(Vec::is_empty)
+    }
+
+    fn frame(&mut self, to: i32, kind: Kind, tag: u16, value: u64) {
+        self.ctrl[to as usize].extend_from_slice(&[kind as u64, u64::from(tag), value]);
+    }
+
+    fn flush_ctrl(&mut self) {
+        for to in 0..self.size {
+            if !self.ctrl[to as usize].is_empty() {
+                let words = std::mem::take(&mut self.ctrl[to as usize]);
+                self.pending
+                    .push(PendingSend::<u64>::start(&self.comm, to, CTRL_TAG, words));
+            }
+        }
+    }
+
+    // --- commands ---
+
+    fn commands(&mut self) -> bool {
+        let mut any = false;
+        while let Ok(cmd) = self.cmds.try_recv() {
+            any = true;
+            match cmd {
+                Cmd::OpenSender {
+                    dest,
+                    tag,
+                    type_id,
+                    any,
+                    mut src,
+                    reply,
+                } => {
+                    let key = (dest, tag);
+                    let answer = if let Some(r) = self.outs.get(&key) {
+                        if r.type_id != type_id {
+                            Err(format!(
+                                "route to rank {dest} tag {tag} already carries another type"
+                            ))
+                        } else if r.src.try_add_handle() {
+                            Ok(r.any.clone())
+                        } else {
+                            src.disconnect();
+                            Ok(any)
+                        }
+                    } else if self.shutdown.is_some() || self.closed_outs.contains(&key) {
+                        src.disconnect();
+                        Ok(any)
+                    } else {
+                        self.outs.insert(
+                            key,
+                            OutRoute {
+                                src,
+                                any: any.clone(),
+                                type_id,
+                                bank: 0,
+                                demanding: false,
+                                gone: false,
+                                batches: 0,
+                            },
+                        );
+                        Ok(any)
+                    };
+                    let _ = reply.send(answer);
+                }
+                Cmd::OpenReceiver {
+                    tag,
+                    sources,
+                    shared,
+                    sink,
+                    reply,
+                } => {
+                    let _ = reply.send(self.open_receiver(tag, sources, shared, sink));
+                }
+                Cmd::Raw { job, reply } => self.raw_jobs.push((job, reply)),
+                Cmd::Shutdown { reply } => self.shutdown = Some(reply),
+            }
+        }
+        any
+    }
+
+    fn open_receiver(
+        &mut self,
+        tag: u16,
+        sources: Vec<i32>,
+        shared: Arc<InShared>,
+        sink: Box<dyn Sink>,
+    ) -> Result<(), String> {
+        if self.ins.contains_key(&tag) {
+            return Err(format!(
+                "rank {} already made a receiver for tag {tag}",
+                self.rank
+            ));
+        }
+        let mut route = InRoute {
+            free: shared.capacity,
+            shared,
+            sink,
+            sources: sources.iter().map(|&s| (s, SrcState::default())).collect(),
+            dead: false,
+            done: false,
+            delivered: 0,
+            consumed: 0,
+        };
+        let pre = self.pre.remove(&tag).unwrap_or_default();
+        for s in pre.demanders {
+            match route.sources.get_mut(&s) {
+                Some(st) => st.demanding = true,
+                None => self.frame(s, Kind::Gone, tag, 0),
+            }
+        }
+        for (s, st) in route.sources.iter_mut() {
+            st.close_batches = pre.closes.get(s).copied();
+            if st.close_batches.is_none() && self.fins[*s as usize] && *s != self.rank {
+                st.close_batches = Some(0);
+            }
+        }
+        self.ins.insert(tag, route);
+        Ok(())
+    }
+
+    // --- incoming MPI ---
+
+    fn incoming(&mut self) -> bool {
+        let mut any = false;
+        for _ in 0..256 {
+            let Some((msg, status)) = self.comm.any_process().immediate_matched_probe() else {
+                break;
+            };
+            any = true;
+            let src = status.source_rank();
+            let tag = status.tag();
+            if tag == CTRL_TAG {
+                let (words, _) = (msg, status).matched_receive_vec::<u64>();
+                for f in words.chunks_exact(FRAME) {
+                    if let Some(kind) = Kind::from_u64(f[0]) {
+                        self.control(src, kind, f[1] as u16, f[2]);
+                    }
+                }
+            } else if let Some(route) = user_tag(tag).and_then(|t| self.ins.get_mut(&t)) {
+                let n = route.sink.receive(msg, status);
+                let st = route.sources.entry(src).or_default();
+                st.batches += 1;
+                st.outstanding = st.outstanding.saturating_sub(n);
+                let stats = &route.shared.stats;
+                stats.received.fetch_add(n as u64, Ordering::Relaxed);
+                stats.batches.fetch_add(1, Ordering::Relaxed);
+                if !route.dead {
+                    route.delivered += n as u64;
+                    let buffered = (route.delivered - route.consumed) as usize;
+                    stats.max_buffered.fetch_max(buffered, Ordering::Relaxed);
+                }
+            } else {
+                // Unreachable by the protocol (data needs credit from a
+                // receiver); receive it anyway so MPI holds nothing unmatched.
+                let _ = (msg, status).matched_receive_vec::<u8>();
+                eprintln!(
+                    "swco-mpi: rank {}: stray data on MPI tag {tag} from {src}",
+                    self.rank
+                );
+            }
+        }
+        any
+    }
+
+    fn control(&mut self, src: i32, kind: Kind, tag: u16, value: u64) {
+        match kind {
+            Kind::Demand => match self.ins.get_mut(&tag) {
+                Some(r) => match r.sources.get_mut(&src) {
+                    Some(st) if !r.dead && !r.done => st.demanding = true,
+                    _ => self.frame(src, Kind::Gone, tag, 0),
+                },
+                None if self.shutdown.is_some() => self.frame(src, Kind::Gone, tag, 0),
+                None => {
+                    self.pre.entry(tag).or_default().demanders.insert(src);
+                }
+            },
+            Kind::Grant => {
+                if let Some(r) = self.outs.get_mut(&(src, tag)) {
+                    r.bank += value as usize;
+                    r.demanding = false;
+                }
+            }
+            Kind::Recall => {
+                if let Some(r) = self.outs.get_mut(&(src, tag)) {
+                    let n = r.bank + r.src.take_tokens();
+                    r.bank = 0;
+                    self.frame(src, Kind::Return, tag, n as u64);
+                }
+            }
+            Kind::Return => {
+                if let Some(st) = self.ins.get_mut(&tag).and_then(|r| {
+                    let st = r.sources.get_mut(&src)?;
+                    st.outstanding = st.outstanding.saturating_sub(value as usize);
+                    st.recalled = false;
+                    Some(r)
+                }) {
+                    st.free += value as usize;
+                }
+            }
+            Kind::Close => match self.ins.get_mut(&tag) {
+                Some(r) => {
+                    if let Some(st) = r.sources.get_mut(&src) {
+                        st.close_batches = Some(value);
+                    }
+                }
+                None => {
+                    self.pre.entry(tag).or_default().closes.insert(src, value);
+                }
+            },
+            Kind::Gone => {
+                if let Some(r) = self.outs.get_mut(&(src, tag)) {
+                    r.gone = true;
+                    r.demanding = false;
+                    r.bank = 0;
+                    r.src.disconnect();
+                }
+            }
+            Kind::Fin => {
+                self.fins[src as usize] = true;
+                for r in self.ins.values_mut() {
+                    if let Some(st) = r.sources.get_mut(&src) {
+                        st.close_batches.get_or_insert(0);
+                    }
+                }
+            }
+        }
+    }
+
+    // --- local receivers ---
+
+    fn service_ins(&mut self) -> bool {
+        let mut any = false;
+        let mut frames = Vec::new();
+        for (&tag, r) in self.ins.iter_mut() {
+            if r.done {
+                continue;
+            }
+            let c = r.shared.consumed.swap(0, Ordering::AcqRel);
+            if c > 0 {
+                any = true;
+                r.consumed += c as u64;
+                if !r.dead {
+                    r.free += c;
+                }
+            }
+            if !r.dead && r.shared.dropped.load(Ordering::Acquire) {
+                any = true;
+                r.dead = true;
+                r.sink.close();
+                for (&s, st) in r.sources.iter_mut() {
+                    st.demanding = false;
+                    if !st.finished {
+                        frames.push((s, Kind::Gone, tag, 0));
+                    }
+                }
+            }
+            // Sources whose every batch has arrived are closed; their
+            // unused credit comes back.
+            for st in r.sources.values_mut() {
+                if !st.finished && st.close_batches == Some(st.batches) {
+                    st.finished = true;
+                    st.demanding = false;
+                    r.free += std::mem::take(&mut st.outstanding);
+                }
+            }
+            if !r.dead {
+                // Hand free credit out among the demanding ranks.
+                let demanders: Vec<i32> = r
+                    .sources
+                    .iter()
+                    .filter(|(_, st)| st.demanding)
+                    .map(|(&s, _)| s)
+                    .collect();
+                if !demanders.is_empty() && r.free > 0 {
+                    let share = (r.free / demanders.len()).max(1);
+                    for s in demanders {
+                        let g = share.min(r.free);
+                        if g == 0 {
+                            break;
+                        }
+                        r.free -= g;
+                        let st = r.sources.get_mut(&s).expect("listed");
+                        st.outstanding += g;
+                        st.demanding = false;
+                        frames.push((s, Kind::Grant, tag, g as u64));
+                        r.shared.stats.grants.fetch_add(1, Ordering::Relaxed);
+                        any = true;
+                    }
+                }
+                if r.free == 0 && r.sources.values().any(|st| st.demanding) {
+                    for (&s, st) in r.sources.iter_mut() {
+                        if !st.demanding && !st.recalled && !st.finished && st.outstanding > 0 {
+                            st.recalled = true;
+                            frames.push((s, Kind::Recall, tag, 0));
+                        }
+                    }
+                }
+                let in_flight = r.shared.capacity - r.free;
+                r.shared
+                    .stats
+                    .max_in_flight
+                    .fetch_max(in_flight, Ordering::Relaxed);
+            }
+            if r.sources.values().all(|st| st.finished) {
+                r.done = true;
+                r.sink.close();
+                any = true;
+            }
+        }
+        for (to, kind, tag, v) in frames {
+            self.frame(to, kind, tag, v);
+        }
+        any
+    }
+
+    // --- local senders ---
+
+    fn service_outs(&mut self) -> bool {
+        let mut any = false;
+        let mut frames = Vec::new();
+        let mut closed = Vec::new();
+        let shutting = self.shutdown.is_some();
+        for (&(dest, tag), r) in self.outs.iter_mut() {
+            let closing = shutting || r.src.handles() == 0;
+            if closing && !r.gone {
+                // No new sends: fail live senders (at shutdown); what is
+                // already queued holds credit and still goes out.
+                r.gone = true;
+                r.src.disconnect();
+            }
+            // After GONE, what is queued is discarded (the receiver is
+            // gone); when closing, it still goes out: it holds credit.
+            let discard = r.gone && !closing;
+            if r.src
+                .flush(&self.comm, dest, tag, discard, &mut self.pending)
+            {
+                any = true;
+                if !discard {
+                    r.batches += 1;
+                }
+            }
+            if closing {
+                while r.src.flush(&self.comm, dest, tag, false, &mut self.pending) {
+                    r.batches += 1;
+                }
+                frames.push((dest, Kind::Close, tag, r.batches));
+                closed.push((dest, tag));
+                any = true;
+                continue;
+            }
+            if !r.gone {
+                r.src.push_tokens(&mut r.bank);
+                if !r.demanding && r.bank == 0 && r.src.take_hungry() {
+                    r.demanding = true;
+                    frames.push((dest, Kind::Demand, tag, 0));
+                    any = true;
+                }
+            }
+        }
+        for key in closed {
+            self.outs.remove(&key);
+            self.closed_outs.insert(key);
+        }
+        for (to, kind, tag, v) in frames {
+            self.frame(to, kind, tag, v);
+        }
+        if shutting && !self.fin_sent && self.outs.is_empty() {
+            self.fin_sent = true;
+            for to in 0..self.size {
+                if to != self.rank {
+                    self.frame(to, Kind::Fin, 0, 0);
+                }
+            }
+            any = true;
+        }
+        any
+    }
+}

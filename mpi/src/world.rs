@@ -1,0 +1,298 @@
+//! The per-rank handle: MPI initialisation, the bridge thread, endpoint
+//! creation, finalisation.
+//!
+//! Invariants:
+//! * MPI is initialised, used and finalised on the bridge thread only; a
+//!   [`World`] talks to it through a swco command channel and its bell, so
+//!   `World` is `Send + Sync` and may be shared with coroutines.
+//! * Finalising (explicit or on drop) happens once: it asks the bridge to
+//!   shut down, waits for its reply (after every rank's in-flight messages
+//!   are delivered, see `bridge.rs`), then joins the thread.
+
+use std::any::{Any, TypeId};
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::Arc;
+
+use mpi::topology::SimpleCommunicator;
+use swco::channel::{mpmc, mpsc, spsc};
+
+use crate::bridge::{self, Cmd, TypedIn, TypedOut};
+use crate::endpoint::{
+    Bell, InShared, InStats, OutShared, RemoteReceiver, RemoteSender, QUEUE_CAP, TOKEN_CAP,
+};
+use crate::wire::{Payload, MAX_TAG};
+
+/// Why [`World::init`] failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InitError {
+    /// MPI was initialised already (by another `World` or by hand).
+    AlreadyInitialized,
+    /// MPI granted a thread level below `Multiple` (the level it granted).
+    ThreadLevel(String),
+    /// The bridge thread could not start or died during start-up.
+    Bridge(String),
+}
+
+impl fmt::Display for InitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InitError::AlreadyInitialized => write!(f, "MPI is already initialised"),
+            InitError::ThreadLevel(l) => {
+                write!(f, "MPI granted thread level {l}, swco-mpi needs Multiple")
+            }
+            InitError::Bridge(e) => write!(f, "the MPI bridge thread failed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for InitError {}
+
+/// Which ranks feed a [`RemoteReceiver`]. The receiver disconnects once
+/// every rank of the set has closed (dropped all its senders for the
+/// channel, or finalised); a rank of the set with nothing to send should
+/// still make and drop a sender, or it counts as open until it finalises.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// One rank.
+    Rank(i32),
+    /// These ranks.
+    Ranks(Vec<i32>),
+    /// Every rank, this one included.
+    All,
+    /// Every rank but this one.
+    Others,
+}
+
+impl From<i32> for Source {
+    fn from(r: i32) -> Source {
+        Source::Rank(r)
+    }
+}
+
+/// This rank's view of the MPI world: make remote endpoints here.
+///
+/// Dropping it (or [`World::finalize`]) closes this rank's senders,
+/// waits until every rank's in-flight messages are delivered and every
+/// rank has finalised, and finalises MPI.
+pub struct World {
+    rank: i32,
+    size: i32,
+    cmds: mpmc::Sender<Cmd>,
+    bell: Bell,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl fmt::Debug for World {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("World")
+            .field("rank", &self.rank)
+            .field("size", &self.size)
+            .finish()
+    }
+}
+
+impl World {
+    /// Initialises MPI with thread level `Multiple` on a new bridge thread.
+    /// An error (not a panic) if MPI is initialised already or grants a
+    /// lower level.
+    pub fn init() -> Result<World, InitError> {
+        let (bell_tx, bell_rx) = mpsc::bounded::<()>(1);
+        let (cmd_tx, cmd_rx) = mpmc::bounded::<Cmd>(64);
+        let (ready_tx, ready_rx) = spsc::bounded::<bridge::Ready>(1);
+        let thread = std::thread::Builder::new()
+            .name("swco-mpi-bridge".into())
+            .spawn(move || bridge::run(cmd_rx, bell_rx, ready_tx))
+            .map_err(|e| InitError::Bridge(e.to_string()))?;
+        match ready_rx.recv() {
+            Ok(Ok((rank, size))) => Ok(World {
+                rank,
+                size,
+                cmds: cmd_tx,
+                bell: Bell(bell_tx),
+                thread: Some(thread),
+            }),
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                Err(e)
+            }
+            Err(_) => {
+                let _ = thread.join();
+                Err(InitError::Bridge("exited before reporting".into()))
+            }
+        }
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> i32 {
+        self.rank
+    }
+
+    /// The number of ranks.
+    pub fn size(&self) -> i32 {
+        self.size
+    }
+
+    fn command(&self, cmd: Cmd) {
+        self.cmds
+            .send(cmd)
+            .unwrap_or_else(|_| panic!("the swco-mpi bridge thread is gone"));
+        self.bell.ring();
+    }
+
+    /// A sender to the receiver of `tag` on rank `dest` (may be this rank).
+    /// All senders of one route on this rank share its credit; clone it
+    /// freely.
+    ///
+    /// # Panics
+    /// If `dest` is not a rank, `tag > MAX_TAG`, or this rank already has
+    /// a route to (`dest`, `tag`) carrying another type.
+    pub fn sender<T: Payload>(&self, dest: i32, tag: u16) -> RemoteSender<T> {
+        assert!(
+            (0..self.size).contains(&dest),
+            "rank {dest} is not in the world"
+        );
+        assert!(tag <= MAX_TAG, "tag {tag} above MAX_TAG");
+        let (tok_tx, tok_rx) = mpmc::bounded::<()>(TOKEN_CAP);
+        let (q_tx, q_rx) = mpsc::bounded::<T>(QUEUE_CAP);
+        let shared = Arc::new(OutShared {
+            tokens: tok_rx,
+            queue: q_tx,
+            handles: AtomicUsize::new(1),
+            hungry: AtomicBool::new(false),
+            waiting: AtomicUsize::new(0),
+            disconnected: AtomicBool::new(false),
+            bell: self.bell.clone(),
+            dest,
+            tag,
+        });
+        let src = Box::new(TypedOut {
+            shared: shared.clone(),
+            queue: q_rx,
+            tokens: Some(tok_tx),
+        });
+        let (reply_tx, reply_rx) = spsc::bounded(1);
+        self.command(Cmd::OpenSender {
+            dest,
+            tag,
+            type_id: TypeId::of::<T>(),
+            any: shared.clone() as Arc<dyn Any + Send + Sync>,
+            src,
+            reply: reply_tx,
+        });
+        match reply_rx.recv() {
+            Ok(Ok(any)) => RemoteSender {
+                shared: any
+                    .downcast::<OutShared<T>>()
+                    .expect("type checked by the bridge"),
+            },
+            Ok(Err(e)) => panic!("{e}"),
+            Err(_) => panic!("the swco-mpi bridge thread is gone"),
+        }
+    }
+
+    /// The receiver of `tag` on this rank, holding up to `capacity`
+    /// messages in flight (credit granted plus delivered and not yet
+    /// taken), fed by the senders of `src`: a rank (`1`), or a [`Source`]
+    /// such as `Source::Others` for MPSC across ranks.
+    ///
+    /// # Panics
+    /// If `capacity` is 0, `tag > MAX_TAG`, a source is not a rank, or
+    /// this rank already made a receiver for `tag` (one per tag per world).
+    pub fn receiver<T: Payload>(
+        &self,
+        src: impl Into<Source>,
+        tag: u16,
+        capacity: usize,
+    ) -> RemoteReceiver<T> {
+        assert!(capacity > 0, "a remote receiver needs capacity >= 1");
+        assert!(tag <= MAX_TAG, "tag {tag} above MAX_TAG");
+        let sources: Vec<i32> = match src.into() {
+            Source::Rank(r) => vec![r],
+            Source::Ranks(rs) => rs,
+            Source::All => (0..self.size).collect(),
+            Source::Others => (0..self.size).filter(|&r| r != self.rank).collect(),
+        };
+        for &r in &sources {
+            assert!((0..self.size).contains(&r), "rank {r} is not in the world");
+        }
+        let (tx, rx) = mpsc::bounded::<T>(capacity);
+        let shared = Arc::new(InShared {
+            consumed: AtomicUsize::new(0),
+            dropped: AtomicBool::new(false),
+            bell: self.bell.clone(),
+            stats: InStats::default(),
+            capacity,
+            tag,
+        });
+        let (reply_tx, reply_rx) = spsc::bounded(1);
+        self.command(Cmd::OpenReceiver {
+            tag,
+            sources,
+            shared: shared.clone(),
+            sink: Box::new(TypedIn { tx: Some(tx) }),
+            reply: reply_tx,
+        });
+        match reply_rx.recv() {
+            Ok(Ok(())) => RemoteReceiver { rx, shared },
+            Ok(Err(e)) => panic!("{e}"),
+            Err(_) => panic!("the swco-mpi bridge thread is gone"),
+        }
+    }
+
+    /// Shorthand for `receiver(Source::All, tag, capacity)`: fed by every
+    /// rank, this one included.
+    pub fn receiver_any<T: Payload>(&self, tag: u16, capacity: usize) -> RemoteReceiver<T> {
+        self.receiver(Source::All, tag, capacity)
+    }
+
+    /// Runs `job` on the bridge thread with a duplicate of the world
+    /// communicator, for raw rsmpi work (baselines, barriers). The bridge
+    /// serves nothing else meanwhile, so call it where no channel traffic
+    /// is under way, collectively if `job` is collective.
+    pub fn run_raw<R: Send + 'static>(
+        &self,
+        job: impl FnOnce(&SimpleCommunicator) -> R + Send + 'static,
+    ) -> R {
+        let (out_tx, out_rx) = spsc::bounded::<R>(1);
+        let (reply_tx, reply_rx) = spsc::bounded(1);
+        self.command(Cmd::Raw {
+            job: Box::new(move |comm| {
+                let _ = out_tx.send(job(comm));
+            }),
+            reply: reply_tx,
+        });
+        let _ = reply_rx.recv();
+        out_rx.recv().expect("the raw job panicked")
+    }
+
+    /// A barrier across all ranks, through [`World::run_raw`].
+    pub fn barrier(&self) {
+        self.run_raw(mpi::collective::CommunicatorCollectives::barrier);
+    }
+
+    /// Closes this rank's senders, waits until every rank's in-flight
+    /// messages are delivered and every rank finalises, then finalises MPI.
+    /// Dropping the `World` does the same.
+    pub fn finalize(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        let Some(thread) = self.thread.take() else {
+            return;
+        };
+        let (reply_tx, reply_rx) = spsc::bounded(1);
+        if self.cmds.send(Cmd::Shutdown { reply: reply_tx }).is_ok() {
+            self.bell.ring();
+            let _ = reply_rx.recv();
+        }
+        let _ = thread.join();
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

@@ -1,0 +1,287 @@
+//! The MPI tests: one binary, run by `ci.sh` under `mpirun -n 2` and
+//! `-n 4` (alone it is a one-rank world and most cases skip). Every case
+//! runs on every rank; a failed assertion panics, which exits non-zero and
+//! makes mpirun fail. Each case uses its own tags.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use swco_mpi::mpi::traits::Equivalence;
+use swco_mpi::{RecvTimeoutError, SendError, SendTimeoutError, Source, TrySendError, World};
+
+/// A message that says who sent it and in which order.
+#[derive(Equivalence, Debug, Clone, Copy, PartialEq)]
+struct Stamp {
+    rank: i32,
+    sender: u32,
+    seq: u64,
+}
+impl swco_mpi::Typed for Stamp {}
+
+fn runtime() -> swco::Runtime {
+    swco::Runtime::builder()
+        .executors(2)
+        .build()
+        .expect("runtime")
+}
+
+/// Checks that every (rank, sender) stream is 0, 1, 2, ... with `per` items.
+fn check_streams(got: &[Stamp], streams: usize, per: u64) {
+    let mut next: HashMap<(i32, u32), u64> = HashMap::new();
+    for s in got {
+        let n = next.entry((s.rank, s.sender)).or_insert(0);
+        assert_eq!(s.seq, *n, "out of order or duplicate: {s:?}");
+        *n += 1;
+    }
+    assert_eq!(next.len(), streams, "streams seen");
+    assert!(
+        next.values().all(|&n| n == per),
+        "a stream lost messages: {next:?}"
+    );
+    assert_eq!(got.len() as u64, streams as u64 * per);
+}
+
+/// Many coroutines on every other rank feed one receiver on rank 0:
+/// exactly-once, per-sender order, exact count.
+fn fan_in(world: &Arc<World>) {
+    const TAG: u16 = 10;
+    const SENDERS: u32 = 16;
+    const PER: u64 = 2_000;
+    let rt = runtime();
+    if world.rank() == 0 {
+        let rx = world.receiver::<Stamp>(Source::Others, TAG, 32);
+        let got: Vec<Stamp> = rx.iter().collect();
+        check_streams(&got, (world.size() as usize - 1) * SENDERS as usize, PER);
+        let st = rx.stats();
+        assert!(st.max_in_flight <= 32 && st.max_buffered <= 32, "{st:?}");
+        println!("fan_in: {} messages, {st:?}", got.len());
+    } else {
+        let tx = world.sender::<Stamp>(0, TAG);
+        let hs: Vec<_> = (0..SENDERS)
+            .map(|sender| {
+                let tx = tx.clone();
+                let rank = world.rank();
+                rt.spawn(move || {
+                    for seq in 0..PER {
+                        tx.send(Stamp { rank, sender, seq }).expect("send");
+                    }
+                })
+            })
+            .collect();
+        drop(tx);
+        for h in hs {
+            h.join().expect("sender");
+        }
+    }
+    rt.shutdown();
+}
+
+/// Every rank sends to every rank (itself included) and receives from all.
+fn all_to_all(world: &Arc<World>) {
+    const TAG: u16 = 11;
+    const SENDERS: u32 = 4;
+    const PER: u64 = 500;
+    let rt = runtime();
+    let rx = world.receiver_any::<Stamp>(TAG, 8);
+    let mut hs = Vec::new();
+    for dest in 0..world.size() {
+        let tx = world.sender::<Stamp>(dest, TAG);
+        for s in 0..SENDERS {
+            let tx = tx.clone();
+            let rank = world.rank();
+            let sender = dest as u32 * 100 + s;
+            hs.push(rt.spawn(move || {
+                for seq in 0..PER {
+                    tx.send(Stamp { rank, sender, seq }).expect("send");
+                }
+            }));
+        }
+    }
+    let me = world.rank() as u32;
+    let consumer = rt.spawn(move || rx.iter().collect::<Vec<_>>());
+    for h in hs {
+        h.join().expect("sender");
+    }
+    let got = consumer.join().expect("consumer");
+    assert!(got.iter().all(|s| s.sender / 100 == me));
+    check_streams(&got, world.size() as usize * SENDERS as usize, PER);
+    println!("all_to_all: rank {me} got {}", got.len());
+    rt.shutdown();
+}
+
+/// A receiver that does not consume holds its senders to `capacity`
+/// messages: the credit bound, seen from both sides.
+fn credit_bound(world: &Arc<World>) {
+    const TAG: u16 = 20;
+    const GO: u16 = 21;
+    const CAP: usize = 4;
+    const TOTAL: u64 = 200;
+    match world.rank() {
+        0 => {
+            let tx = world.sender::<u64>(1, TAG);
+            let go = world.sender::<u64>(1, GO);
+            let mut ok = 0;
+            for i in 0..TOTAL {
+                match tx.send_timeout(i, Duration::from_millis(300)) {
+                    Ok(()) => ok += 1,
+                    Err(SendTimeoutError::Timeout(v)) => {
+                        assert_eq!(v, i);
+                        break;
+                    }
+                    Err(e) => panic!("{e:?}"),
+                }
+            }
+            assert_eq!(ok, CAP as u64, "sends completed while the receiver slept");
+            assert!(matches!(tx.try_send(ok), Err(TrySendError::Full(v)) if v == ok));
+            go.send(ok).expect("go");
+            for i in ok..TOTAL {
+                tx.send(i).expect("send");
+            }
+            println!(
+                "credit_bound: {ok} sends completed against a sleeping receiver of capacity {CAP}"
+            );
+        }
+        1 => {
+            let rx = world.receiver::<u64>(0, TAG, CAP);
+            let go = world.receiver::<u64>(0, GO, 1);
+            assert_eq!(go.recv(), Ok(CAP as u64));
+            // Everything that could be sent before we consumed is buffered here.
+            let t0 = Instant::now();
+            while rx.len() < CAP && t0.elapsed() < Duration::from_secs(5) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            assert_eq!(rx.len(), CAP);
+            let got: Vec<u64> = rx.iter().collect();
+            assert_eq!(got, (0..TOTAL).collect::<Vec<_>>());
+            let st = rx.stats();
+            assert!(st.max_in_flight <= CAP, "{st:?}");
+            assert!(st.max_buffered <= CAP, "{st:?}");
+            assert_eq!(st.received, TOTAL);
+            println!("credit_bound: {st:?}");
+        }
+        _ => {}
+    }
+}
+
+/// Dropping the receiver fails blocked and later senders, value given back.
+fn receiver_dropped(world: &Arc<World>) {
+    const TAG: u16 = 30;
+    const SENDERS: u64 = 3;
+    let rt = runtime();
+    match world.rank() {
+        0 => {
+            let tx = world.sender::<u64>(1, TAG);
+            let hs: Vec<_> = (0..SENDERS)
+                .map(|s| {
+                    let tx = tx.clone();
+                    rt.spawn(move || {
+                        let mut i = 0;
+                        loop {
+                            let v = s * 1_000_000 + i;
+                            match tx.send(v) {
+                                Ok(()) => i += 1,
+                                Err(SendError(back)) => {
+                                    assert_eq!(back, v, "value given back");
+                                    return i;
+                                }
+                            }
+                        }
+                    })
+                })
+                .collect();
+            let sent: u64 = hs.into_iter().map(|h| h.join().expect("sender")).sum();
+            assert!(tx.is_disconnected());
+            assert_eq!(tx.send(7), Err(SendError(7)));
+            assert!(matches!(tx.try_send(8), Err(TrySendError::Disconnected(8))));
+            println!("receiver_dropped: {sent} sent before the receiver went, then SendError");
+        }
+        1 => {
+            let rx = world.receiver::<u64>(0, TAG, 2);
+            for _ in 0..5 {
+                rx.recv().expect("recv");
+            }
+            drop(rx);
+        }
+        _ => {}
+    }
+    rt.shutdown();
+}
+
+/// Dropping every sender lets the receiver drain, then `RecvError`; a
+/// sender that sends nothing still closes; a route closed stays closed.
+fn senders_dropped(world: &Arc<World>) {
+    const TAG: u16 = 40;
+    const EMPTY: u16 = 41;
+    const N: u64 = 1_000;
+    match world.rank() {
+        0 => {
+            let tx = world.sender::<u64>(1, TAG);
+            for i in 0..N {
+                tx.send(i).expect("send");
+            }
+            drop(tx);
+            drop(world.sender::<u64>(1, EMPTY));
+            // Born disconnected: the route closed when its last sender went.
+            let late = world.sender::<u64>(1, EMPTY);
+            assert_eq!(late.send(1), Err(SendError(1)));
+        }
+        1 => {
+            let empty = world.receiver::<u64>(0, EMPTY, 4);
+            let rx = world.receiver::<u64>(0, TAG, 16);
+            std::thread::sleep(Duration::from_millis(50));
+            let got: Vec<u64> = rx.iter().collect();
+            assert_eq!(got, (0..N).collect::<Vec<_>>());
+            assert_eq!(
+                rx.recv_timeout(Duration::from_millis(10)),
+                Err(RecvTimeoutError::Disconnected)
+            );
+            assert!(empty.recv().is_err());
+            println!("senders_dropped: drained {} then RecvError", got.len());
+        }
+        _ => {}
+    }
+}
+
+/// Byte messages of all lengths, from the last rank to rank 0.
+fn bytes(world: &Arc<World>) {
+    const TAG: u16 = 50;
+    let last = world.size() - 1;
+    let msg = |i: usize| -> Vec<u8> { (0..i * 37 % 3000).map(|j| (i + j) as u8).collect() };
+    if world.rank() == last {
+        let tx = world.sender::<Vec<u8>>(0, TAG);
+        for i in 0..500 {
+            tx.send(msg(i)).expect("send");
+        }
+    }
+    if world.rank() == 0 {
+        let rx = world.receiver::<Vec<u8>>(last, TAG, 8);
+        let mut n = 0;
+        for (i, m) in rx.iter().enumerate() {
+            assert_eq!(m, msg(i));
+            n += 1;
+        }
+        assert_eq!(n, 500);
+        println!("bytes: 500 byte messages intact");
+    }
+}
+
+fn main() {
+    let world = Arc::new(World::init().expect("MPI init"));
+    assert!(World::init().is_err(), "a second init is an error");
+    if world.size() < 2 {
+        println!("one rank: run under mpirun -n 2 or more (bash mpi/ci.sh); only all_to_all runs");
+        all_to_all(&world);
+        return;
+    }
+    let t0 = Instant::now();
+    fan_in(&world);
+    all_to_all(&world);
+    credit_bound(&world);
+    receiver_dropped(&world);
+    senders_dropped(&world);
+    bytes(&world);
+    let rank = world.rank();
+    drop(world);
+    println!("rank {rank}: all MPI tests passed in {:.2?}", t0.elapsed());
+}
