@@ -17,6 +17,8 @@
 //!   endpoint replaces its kept waker safely when the endpoint blocks again
 //!   on another thread;
 //! * `tests/updt_claim.rs` — the add-only claim is a mutual exclusion;
+//! * `tests/batch.rs` — batches: one claim per run, runs that cross the
+//!   ring's end, give-back of the unsent tail, no lost wake-up;
 //! * `tests/paper.rs` — the seed paper's Figures 5 and 6 as printed, and the
 //!   counterexamples loom finds in them.
 //!
