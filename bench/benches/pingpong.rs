@@ -4,15 +4,12 @@
 //! cross-core wake per hop), and an OS thread talking to a coroutine;
 //! against may coroutines and crossbeam-channel between OS threads.
 
-#[path = "common/mod.rs"]
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{pingpong, pingpong_from_thread, Crossbeam, May, Place, Swco};
 use criterion::{criterion_group, criterion_main, Criterion};
 use swco::channel::{spsc, Cas, Updt};
 use swco::Runtime;
+use swco_bench::{pingpong, pingpong_from_thread, Crossbeam, May, Place, Swco};
 
 /// `iters` round trips between a coroutine on executor `a` and one on `b`,
 /// through SPSC channels.
@@ -95,7 +92,7 @@ fn bench(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = common::criterion_config();
+    config = swco_bench::criterion_config();
     targets = bench
 }
 criterion_main!(benches);

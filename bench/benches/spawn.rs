@@ -1,5 +1,5 @@
 //! Spawning: 100 000 trivial coroutines spawned and joined (at most 10 000
-//! outstanding, see `common::spawn_join`), from an OS thread and from inside
+//! outstanding, see `swco_bench::spawn_join`), from an OS thread and from inside
 //! a coroutine, and the 10 000-coroutine daisy chain (spawn, one blocking
 //! hand-off each, join), against may.
 //!
@@ -7,15 +7,12 @@
 //! wake; from inside a coroutine, the spawner's own executor is awake, so
 //! the two variants separate the runtime's own cost from the OS's.
 
-#[path = "common/mod.rs"]
-mod common;
-
 use std::time::Duration;
 
-use common::{chain, spawn_join, spawn_window, May, Place, Swco};
 use criterion::{criterion_group, criterion_main, Criterion};
 use swco::channel::Cas;
 use swco::Runtime;
+use swco_bench::{chain, spawn_join, spawn_window, May, Place, Swco};
 
 /// Coroutines spawned and not yet joined, at most.
 const WINDOW: usize = 10_000;
@@ -80,7 +77,7 @@ fn bench(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = common::criterion_config();
+    config = swco_bench::criterion_config();
     targets = bench
 }
 criterion_main!(benches);

@@ -1,6 +1,7 @@
 // The daisy chain: n goroutines, each receives one value from its left
 // neighbour and passes it on plus one, spawned from main; main feeds the
-// first and reads the last. The peer of swco's examples/skynet.rs --chain.
+// first and reads the last. The peer of swco's bench/examples/skynet.rs
+// --chain.
 //
 //	go run chain.go N REPS
 //

@@ -6,15 +6,12 @@
 //! on executor 1), may coroutines queued likewise on its 2 workers,
 //! crossbeam-channel on OS threads.
 
-#[path = "common/mod.rs"]
-mod common;
-
 use std::time::Duration;
 
-use common::{bench_name, throughput, Crossbeam, May, Place, Swco, System};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use swco::channel::{Cas, Updt};
 use swco::Runtime;
+use swco_bench::{bench_name, throughput, Crossbeam, May, Place, Swco, System};
 
 fn cells<S: System>(c: &mut Criterion, sys: &S) {
     let name = bench_name(sys.label());
@@ -47,7 +44,7 @@ fn bench(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = common::criterion_config();
+    config = swco_bench::criterion_config();
     targets = bench
 }
 criterion_main!(benches);

@@ -4,7 +4,7 @@
 //! ratio to crossbeam.
 //!
 //! ```text
-//! cargo run --release --example pipeline [-- --messages N --capacity C]
+//! cargo run --release -p swco-bench --example pipeline [-- --messages N --capacity C]
 //! ```
 
 use std::thread;

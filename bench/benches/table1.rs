@@ -3,17 +3,14 @@
 //! `examples/table1.rs` (which prints the table, the CSV and the plot);
 //! this gives criterion's statistics and change detection.
 
-#[path = "common/mod.rs"]
-mod common;
-
 use std::time::Duration;
 
-use common::{
-    bench_name, table1_iters, Crossbeam, May, Place, Swco, System, TABLE1_EXECUTORS, TABLE1_N,
-};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode};
 use swco::channel::{Cas, Updt};
 use swco::Runtime;
+use swco_bench::{
+    bench_name, table1_iters, Crossbeam, May, Place, Swco, System, TABLE1_EXECUTORS, TABLE1_N,
+};
 
 fn cells<S: System>(
     group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
@@ -56,7 +53,7 @@ fn table1(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = common::criterion_config();
+    config = swco_bench::criterion_config();
     targets = table1
 }
 criterion_main!(benches);

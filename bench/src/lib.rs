@@ -1,16 +1,12 @@
-//! The measuring harness shared by `examples/table1.rs` and the criterion
-//! benches (each includes this file with `#[path]`), so that the example and
-//! the benches time exactly the same loops.
+//! swco's benchmark harness, shared by the `table1` example (the main job)
+//! and the criterion benches in `benches/`, so that the example and the
+//! benches time exactly the same loops.
 //!
 //! Three systems run the same code through the [`System`] trait: swco
 //! coroutines (either protocol, `packed` on one executor or `spread` over
 //! several), crossbeam-channel on OS threads, and may coroutines. Generic
 //! code is monomorphised per system, so the timed loops call each channel's
 //! `send`/`recv` directly, with no dynamic dispatch inside them.
-
-// Each bench binary uses a different part of this module; what one leaves
-// unused another needs.
-#![allow(dead_code)]
 
 use std::marker::PhantomData;
 use std::time::{Duration, Instant};

@@ -6,7 +6,7 @@
 //! run.
 //!
 //! ```text
-//! cargo run --release --example table1 [-- --quick] [--reps R] [--m M] [--out DIR]
+//! cargo run --release -p swco-bench --example table1 [-- --quick] [--reps R] [--m M] [--out DIR]
 //! ```
 //!
 //! The experiment (docs/design.md, "How Table 1 is measured"): the channel
@@ -24,24 +24,21 @@
 //!
 //! Output: the table on stdout, progress on stderr, and
 //! `<workspace>/target/swco/table1.csv` and `table1.svg`. The directory is
-//! fixed at compile time from `CARGO_MANIFEST_DIR`, not from
+//! fixed at compile time (the parent of `CARGO_MANIFEST_DIR`), not from
 //! `CARGO_TARGET_DIR`, so the README's command always leaves the files in
 //! the same place; `--out DIR` overrides it.
 
-#[path = "../benches/common/mod.rs"]
-mod common;
-
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use common::{
+use swco::channel::{Cas, Updt};
+use swco::Runtime;
+use swco_bench::{
     median, table1_cell, Crossbeam, May, Place, Sample, Swco, System, BATCH, PAPER_CPE_RECV,
     PAPER_CPE_SEND, PAPER_MPE_RECV, PAPER_MPE_SEND, TABLE1_EXECUTORS, TABLE1_N,
 };
-use swco::channel::{Cas, Updt};
-use swco::Runtime;
 
 /// A row of the table: system, protocol, placement.
 type Key = [&'static str; 3];
@@ -77,11 +74,16 @@ fn options() -> Options {
         quick,
         reps: number("--reps", if quick { 5 } else { 31 }).max(1),
         m: number("--m", if quick { 2_000 } else { 10_000 }).max(1),
-        out: value("--out").map_or_else(
-            || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/swco"),
-            PathBuf::from,
-        ),
+        out: value("--out").map_or_else(|| workspace_root().join("target/swco"), PathBuf::from),
     }
+}
+
+/// The workspace root: the parent of this package's directory (`bench/`),
+/// fixed at compile time.
+fn workspace_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("swco-bench lives in a directory of the workspace")
 }
 
 const USAGE: &str = "usage: table1 [--quick] [--reps R] [--m M] [--out DIR]

@@ -4,13 +4,13 @@
 //! thread, one blocking hand-off each) and a ping-pong of 200 000 round
 //! trips through two zero-capacity (rendezvous) channels between two
 //! coroutines on one executor, beside the same programs in Go
-//! (`benches/go/*.go`, run with `go run` when `go` is on the `PATH`; the
+//! (`bench/go/*.go`, run with `go run` when `go` is on the `PATH`; the
 //! ping-pong with `GOMAXPROCS=1`), in the same run; then 200 000 coroutines
 //! blocked at once (each in `recv` on its own channel, 16 KiB stacks), all
 //! released, with the peak resident set.
 //!
 //! ```text
-//! cargo run --release --example skynet [-- --leaves N] [--chain N] [--rounds N] [--blocked N] [--reps R] [--executors E]
+//! cargo run --release -p swco-bench --example skynet [-- --leaves N] [--chain N] [--rounds N] [--blocked N] [--reps R] [--executors E]
 //! ```
 //!
 //! Every run checks its result: skynet's sum must be `N(N-1)/2`, and every
@@ -157,7 +157,7 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
-/// Runs `benches/go/<program>.go` with `args`; its lines are
+/// Runs `bench/go/<program>.go` with `args`; its lines are
 /// `<name> <result> <milliseconds>`. Checks every result against
 /// `expected`. `None` when Go is not installed.
 fn go_runs(
@@ -166,7 +166,7 @@ fn go_runs(
     env: &[(&str, &str)],
     expected: u64,
 ) -> Option<Vec<Duration>> {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("benches/go/{program}.go"));
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("go/{program}.go"));
     let out = Command::new("go")
         .envs(env.iter().copied())
         .arg("run")
