@@ -190,6 +190,16 @@ impl<T, M: Mode, P: Protocol> Sender<T, M, P> {
     /// drop(rx);
     /// assert_eq!(tx.send_batch(vec![7, 8]).unwrap_err().into_inner(), [7, 8]);
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`SendError`] if every receiver is gone when a run of messages is
+    /// about to go in: at the start, or part-way (before any run, or while
+    /// waiting for room). It holds every message not sent, in order: those
+    /// already pulled from `values` and the rest of `values`. Messages sent
+    /// before the failure stay in the channel (and are dropped with it);
+    /// how many there were is not reported. An empty `values` returns
+    /// `Ok(0)` without looking at the channel, so it never fails.
     pub fn send_batch<I: IntoIterator<Item = T>>(
         &self,
         values: I,
@@ -199,10 +209,8 @@ impl<T, M: Mode, P: Protocol> Sender<T, M, P> {
 
     /// Sends the messages of `values`, in order, while there is room now.
     ///
-    /// `Ok(n)`: all `n` were sent. `Err(TrySendError::Full(rest))`: the
-    /// channel filled up (perhaps after some were sent); `rest` holds the
-    /// messages not sent, in order, the rest of `values` included.
-    /// `Err(TrySendError::Disconnected(rest))`: every receiver is gone.
+    /// `Ok(n)`: all `n` were sent (`Ok(0)` for an empty `values`, whatever
+    /// the channel's state).
     ///
     /// ```
     /// use swco_channel::{spsc, TrySendError};
@@ -210,6 +218,18 @@ impl<T, M: Mode, P: Protocol> Sender<T, M, P> {
     /// assert_eq!(tx.try_send_batch([1, 2, 3]), Err(TrySendError::Full(vec![3])));
     /// assert_eq!(rx.try_iter().collect::<Vec<_>>(), [1, 2]);
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// Never blocks. Each error holds `rest`: the messages not sent, in
+    /// order, the rest of `values` included. Messages sent before the
+    /// failure stay in the channel; how many there were is not reported.
+    ///
+    /// * [`TrySendError::Disconnected`] if every receiver is gone when a
+    ///   run is about to go in (checked before `Full`).
+    /// * [`TrySendError::Full`] if the channel has no free slot for the next
+    ///   message, perhaps after some were sent; on a zero-capacity channel,
+    ///   if no receiver is waiting to take the next message.
     pub fn try_send_batch<I: IntoIterator<Item = T>>(
         &self,
         values: I,
@@ -222,6 +242,20 @@ impl<T, M: Mode, P: Protocol> Sender<T, M, P> {
 
     /// [`send_batch`](Sender::send_batch), blocking at most `timeout` in
     /// all; on a timeout the error holds the messages not sent.
+    ///
+    /// # Errors
+    ///
+    /// Each error holds the messages not sent, in order, the rest of
+    /// `values` included; messages sent before the failure stay in the
+    /// channel, and how many there were is not reported.
+    ///
+    /// * [`SendTimeoutError::Disconnected`] if every receiver is gone when
+    ///   a run is about to go in, or while waiting for room.
+    /// * [`SendTimeoutError::Timeout`] if the channel was still full when
+    ///   `timeout` (counted from the call, for the whole batch) had passed
+    ///   and messages were left. Each run is tried at least once before the
+    ///   deadline is checked; a `timeout` too large to represent as an
+    ///   [`Instant`] never expires.
     pub fn send_batch_timeout<I: IntoIterator<Item = T>>(
         &self,
         values: I,
@@ -232,6 +266,13 @@ impl<T, M: Mode, P: Protocol> Sender<T, M, P> {
 
     /// [`send_batch`](Sender::send_batch), blocking at most until
     /// `deadline`; on a timeout the error holds the messages not sent.
+    ///
+    /// # Errors
+    ///
+    /// As for [`send_batch_timeout`](Sender::send_batch_timeout), with the
+    /// whole batch bounded by `deadline`: `Disconnected` if every receiver
+    /// is gone, `Timeout` if the channel was still full at `deadline` with
+    /// messages left; each holds the messages not sent.
     pub fn send_batch_deadline<I: IntoIterator<Item = T>>(
         &self,
         values: I,
@@ -278,13 +319,32 @@ impl<T, M: Mode, P: Protocol> Receiver<T, M, P> {
     /// assert_eq!(rx.recv_batch(&mut got, 3), Ok(3));
     /// assert_eq!(got, [0, 1, 2, 3]);
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`RecvError`] if the channel is empty and every sender is gone, when
+    /// the call starts or while it waits; `out` is then unchanged (it may
+    /// have grown its capacity). Messages sent before that are still
+    /// received first. With `max == 0` it returns `Ok(0)` at once and never
+    /// fails.
     pub fn recv_batch(&self, out: &mut Vec<T>, max: usize) -> Result<usize, RecvError> {
         self.recv_batch_until(out, max, None).map_err(|_| RecvError)
     }
 
     /// Receives up to `max` messages that are in the channel now, appending
-    /// them to `out` in order. `Err(TryRecvError::Empty)` if there are none
-    /// (and `max > 0`).
+    /// them to `out` in order; returns how many were appended.
+    ///
+    /// # Errors
+    ///
+    /// Never blocks; on an error `out` is unchanged (it may have grown its
+    /// capacity). With `max == 0` it returns `Ok(0)` at once and never
+    /// fails.
+    ///
+    /// * [`TryRecvError::Empty`] if there is no message now and some sender
+    ///   remains; on a zero-capacity channel, if no sender is waiting to
+    ///   hand a message over.
+    /// * [`TryRecvError::Disconnected`] if the channel is empty and every
+    ///   sender is gone. Messages sent before that are still received first.
     pub fn try_recv_batch(&self, out: &mut Vec<T>, max: usize) -> Result<usize, TryRecvError> {
         if max == 0 {
             return Ok(0);
@@ -303,6 +363,19 @@ impl<T, M: Mode, P: Protocol> Receiver<T, M, P> {
 
     /// [`recv_batch`](Receiver::recv_batch), blocking at most `timeout`
     /// while the channel is empty.
+    ///
+    /// # Errors
+    ///
+    /// On an error `out` is unchanged (it may have grown its capacity). With
+    /// `max == 0` it returns `Ok(0)` at once and never fails.
+    ///
+    /// * [`RecvTimeoutError::Disconnected`] if the channel is empty and
+    ///   every sender is gone, before or during the wait. Messages sent
+    ///   before that are still received first.
+    /// * [`RecvTimeoutError::Timeout`] if the channel was still empty when
+    ///   `timeout` had passed. The receive is tried at least once before the
+    ///   deadline is checked; a `timeout` too large to represent as an
+    ///   [`Instant`] never expires.
     pub fn recv_batch_timeout(
         &self,
         out: &mut Vec<T>,
@@ -314,6 +387,14 @@ impl<T, M: Mode, P: Protocol> Receiver<T, M, P> {
 
     /// [`recv_batch`](Receiver::recv_batch), blocking at most until
     /// `deadline` while the channel is empty.
+    ///
+    /// # Errors
+    ///
+    /// As for [`recv_batch_timeout`](Receiver::recv_batch_timeout):
+    /// `Disconnected` if the channel is empty and every sender is gone,
+    /// `Timeout` if it was still empty at `deadline` (a `deadline` already
+    /// past still tries once). `out` is unchanged on an error, and
+    /// `max == 0` returns `Ok(0)` at once.
     pub fn recv_batch_deadline(
         &self,
         out: &mut Vec<T>,

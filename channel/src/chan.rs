@@ -17,7 +17,7 @@
 //!    that makes progress is ordered against that re-check before it looks
 //!    for waiters: by `fence(SeqCst)` on a lone side, by its own claim (a
 //!    read-modify-write that the re-check also read-modify-writes) on a
-//!    `Cas` or `Updt` side (see `claim/mod.rs` and `waker.rs`).
+//!    `Cas` or `Updt` side (see `claim/mod.rs` and `wait_list.rs`).
 //!    Disconnection stores its flag, fences, and wakes everyone. A side with
 //!    one endpoint has one waiter at a time, and waits in a `WaiterSlot`
 //!    rather than a `WaitList` (`Mode::TxWait`, `Mode::RxWait`).
@@ -45,7 +45,7 @@ use crate::rendezvous::{rethrow_deferred, Arrival, Rendezvous, Side};
 use crate::ring::{Ring, Turn};
 use crate::sync::{fence, Ordering};
 use crate::updt::UpdtCell;
-use crate::waker::Waiters;
+use crate::wait_list::Waiters;
 use crate::{Mode, Protocol};
 
 /// Why a send left the message with its caller.

@@ -218,6 +218,14 @@ impl<T, M: Mode, P: Protocol> Sender<T, M, P> {
     /// assert_eq!(tx.send(2).unwrap_err().into_inner(), 2);
     /// ```
     ///
+    /// # Errors
+    ///
+    /// [`SendError`], holding `msg`, if every receiver is gone: already when
+    /// the call starts (even if the channel has room), or while it waits for
+    /// room (the last receiver's drop wakes it). The message is then not in
+    /// the channel. A send that succeeded is not undone if the receivers go
+    /// later: the message is dropped with the channel's other buffered ones.
+    ///
     /// # Large messages: box them
     ///
     /// The message is moved in by value, so it is on the sender's stack
@@ -244,6 +252,18 @@ impl<T, M: Mode, P: Protocol> Sender<T, M, P> {
     /// assert_eq!(tx.try_send(1), Ok(()));
     /// assert_eq!(tx.try_send(2), Err(TrySendError::Full(2)));
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// Never blocks; each error holds `msg`, which is not in the channel.
+    ///
+    /// * [`TrySendError::Disconnected`] if every receiver is gone. This is
+    ///   checked first: it is reported even when the channel is also full.
+    /// * [`TrySendError::Full`] if the channel holds `capacity()` messages
+    ///   now (a receiver in the middle of taking one is waited for briefly,
+    ///   by spinning, not reported as `Full`). On a zero-capacity channel:
+    ///   if no receiver is waiting (in a blocking receive, a future or a
+    ///   select) to take the message at this moment.
     pub fn try_send(&self, msg: T) -> Result<(), TrySendError<T>> {
         // SAFETY: as in `send`.
         let outcome = unsafe { self.chan.try_send_from(&msg) };
@@ -253,6 +273,18 @@ impl<T, M: Mode, P: Protocol> Sender<T, M, P> {
     /// Sends `msg`, blocking at most `timeout` while the channel is full.
     ///
     /// See [`send`](Sender::send) on large messages.
+    ///
+    /// # Errors
+    ///
+    /// Each error holds `msg`, which is not in the channel.
+    ///
+    /// * [`SendTimeoutError::Disconnected`] if every receiver is gone,
+    ///   before or during the wait.
+    /// * [`SendTimeoutError::Timeout`] if the channel was still full when
+    ///   `timeout` had passed. The send is tried at least once before the
+    ///   deadline is checked, so a zero `timeout` still succeeds if there is
+    ///   room now; a `timeout` too large to represent as an [`Instant`]
+    ///   never expires.
     pub fn send_timeout(&self, msg: T, timeout: Duration) -> Result<(), SendTimeoutError<T>> {
         // Not through `send_deadline`: passing `msg` on by value would put
         // one more copy of it on the stack in a debug build.
@@ -265,6 +297,12 @@ impl<T, M: Mode, P: Protocol> Sender<T, M, P> {
     /// Sends `msg`, blocking at most until `deadline` while the channel is full.
     ///
     /// See [`send`](Sender::send) on large messages.
+    ///
+    /// # Errors
+    ///
+    /// As for [`send_timeout`](Sender::send_timeout): `Disconnected` if
+    /// every receiver is gone, `Timeout` if the channel was still full at
+    /// `deadline`. A `deadline` already past still tries the send once.
     pub fn send_deadline(&self, msg: T, deadline: Instant) -> Result<(), SendTimeoutError<T>> {
         // SAFETY: as in `send`.
         let outcome = unsafe { self.chan.send_from(&msg, Some(deadline)) };
@@ -312,11 +350,29 @@ impl<T, M: Mode, P: Protocol> Receiver<T, M, P> {
     /// assert_eq!(rx.recv(), Ok("a"));
     /// assert!(rx.recv().is_err());
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`RecvError`] if the channel is empty and every sender is gone, when
+    /// the call starts or while it waits (the last sender's drop wakes it).
+    /// Messages sent before that are still received first.
     pub fn recv(&self) -> Result<T, RecvError> {
         self.chan.recv(None).map_err(|_| RecvError)
     }
 
     /// Receives a message if one is there now.
+    ///
+    /// # Errors
+    ///
+    /// Never blocks.
+    ///
+    /// * [`TryRecvError::Empty`] if there is no message now and some sender
+    ///   remains (a sender that has claimed a slot but not yet written it is
+    ///   waited for briefly, by spinning, not reported as `Empty`). On a
+    ///   zero-capacity channel: if no sender is waiting to hand a message
+    ///   over at this moment.
+    /// * [`TryRecvError::Disconnected`] if the channel is empty and every
+    ///   sender is gone. Messages sent before that are still received first.
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
         self.chan.try_recv()
     }
@@ -330,11 +386,29 @@ impl<T, M: Mode, P: Protocol> Receiver<T, M, P> {
     /// let (_tx, rx) = spmc::bounded::<u8>(1);
     /// assert_eq!(rx.recv_timeout(Duration::from_millis(1)), Err(RecvTimeoutError::Timeout));
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// * [`RecvTimeoutError::Disconnected`] if the channel is empty and
+    ///   every sender is gone, before or during the wait. Messages sent
+    ///   before that are still received first.
+    /// * [`RecvTimeoutError::Timeout`] if the channel was still empty when
+    ///   `timeout` had passed. The receive is tried at least once before the
+    ///   deadline is checked, so a zero `timeout` still succeeds if a message
+    ///   is there now; a `timeout` too large to represent as an [`Instant`]
+    ///   never expires.
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
         self.chan.recv(deadline_after(timeout))
     }
 
     /// Receives a message, blocking at most until `deadline`.
+    ///
+    /// # Errors
+    ///
+    /// As for [`recv_timeout`](Receiver::recv_timeout): `Disconnected` if
+    /// the channel is empty and every sender is gone, `Timeout` if it was
+    /// still empty at `deadline`. A `deadline` already past still tries the
+    /// receive once.
     pub fn recv_deadline(&self, deadline: Instant) -> Result<T, RecvTimeoutError> {
         self.chan.recv(Some(deadline))
     }

@@ -50,7 +50,7 @@ use crate::error::{RecvError, SendError, TryRecvError};
 use crate::hook::Park;
 use crate::rendezvous::{rethrow_deferred, Arrival, Packet, Settled, Side};
 use crate::sync::{fence, Arc, Ordering};
-use crate::waker::Waiters;
+use crate::wait_list::Waiters;
 use crate::{Cas, Mode, Protocol, Receiver, Sender};
 
 /// What a pending send future holds: its registration among blocked senders.
@@ -155,6 +155,15 @@ impl<T, M: Mode, P: Protocol> Sender<T, M, P> {
     /// drop(tx);
     /// assert_eq!(consumer.join().unwrap(), 45);
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// The future resolves to [`SendError`], holding `msg`, if every
+    /// receiver is gone: already at its first poll (even if the channel has
+    /// room), or while it is pending (the last receiver's drop wakes it).
+    /// The message is then not in the channel. There is no timeout: to give
+    /// up after a while, drop the future (which drops the message) or use
+    /// [`send_timeout`](Sender::send_timeout) on a thread or coroutine.
     pub fn send_async(&self, msg: T) -> SendFuture<'_, T, M, P> {
         SendFuture {
             tx: self,
@@ -221,6 +230,13 @@ impl<T, M: Mode, P: Protocol> Receiver<T, M, P> {
     /// assert_eq!(sum, 45);
     /// assert_eq!(block_on(rx.recv_async()), Err(RecvError));
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// The future resolves to [`RecvError`] if the channel is empty and
+    /// every sender is gone, at a poll or while it is pending (the last
+    /// sender's drop wakes it). Messages sent before that are still
+    /// received first, one per future.
     pub fn recv_async(&self) -> RecvFuture<'_, T, M, P> {
         RecvFuture {
             rx: self,

@@ -31,11 +31,19 @@
 //! ```
 //! use swco_channel::hook::{self, Park};
 //! use std::rc::Rc;
+//! use std::sync::Arc;
+//! use std::task::{Wake, Waker};
+//!
+//! // A waker that does nothing (`Waker::noop` needs Rust 1.85).
+//! struct Noop;
+//! impl Wake for Noop {
+//!     fn wake(self: Arc<Self>) {}
+//! }
 //!
 //! // A context that never sleeps: a waiter just spins through its retry loop.
 //! struct Spin;
 //! impl Park for Spin {
-//!     fn waker(&self) -> std::task::Waker { std::task::Waker::noop().clone() }
+//!     fn waker(&self) -> Waker { Waker::from(Arc::new(Noop)) }
 //!     fn park(&self, _deadline: Option<std::time::Instant>) { std::thread::yield_now() }
 //! }
 //!

@@ -51,7 +51,7 @@ mod select;
 #[doc(hidden)]
 pub mod sync;
 pub mod updt;
-mod waker;
+mod wait_list;
 
 pub use endpoint::{bounded_in, IntoIter, Iter, Receiver, Sender, TryIter};
 pub use error::{
@@ -114,10 +114,10 @@ pub trait Mode: sealed::Sealed + Send + Sync + 'static {
     /// Where blocked senders wait: a lock-free single-waiter slot if the
     /// sender side has one endpoint, else a waiter list.
     #[doc(hidden)]
-    type TxWait<P: Protocol>: waker::Waiters;
+    type TxWait<P: Protocol>: wait_list::Waiters;
     /// Where blocked receivers wait, likewise.
     #[doc(hidden)]
-    type RxWait<P: Protocol>: waker::Waiters;
+    type RxWait<P: Protocol>: wait_list::Waiters;
     /// `Cell<()>` for a single side, so its endpoint is `Send` but not `Sync`.
     #[doc(hidden)]
     type TxShare: Send;
@@ -160,22 +160,22 @@ macro_rules! mode {
 mode!(
     /// One producer, one consumer: no synchronisation on either side.
     Spsc, "spsc", tx: claim::Single, rx: claim::Single,
-    tx_wait: waker::WaiterSlot<true>, rx_wait: waker::WaiterSlot<true>, Lone, Lone
+    tx_wait: wait_list::WaiterSlot<true>, rx_wait: wait_list::WaiterSlot<true>, Lone, Lone
 );
 mode!(
     /// One producer, many consumers: consumers claim through the protocol.
     Spmc, "spmc", tx: claim::Single, rx: P::Cursor,
-    tx_wait: waker::WaiterSlot<false>, rx_wait: waker::WaitList<P::Lock>, Lone, ()
+    tx_wait: wait_list::WaiterSlot<false>, rx_wait: wait_list::WaitList<P::Lock>, Lone, ()
 );
 mode!(
     /// Many producers, one consumer: producers claim through the protocol.
     Mpsc, "mpsc", tx: P::Cursor, rx: claim::Single,
-    tx_wait: waker::WaitList<P::Lock>, rx_wait: waker::WaiterSlot<false>, (), Lone
+    tx_wait: wait_list::WaitList<P::Lock>, rx_wait: wait_list::WaiterSlot<false>, (), Lone
 );
 mode!(
     /// Many producers, many consumers: both sides claim through the protocol.
     Mpmc, "mpmc", tx: P::Cursor, rx: P::Cursor,
-    tx_wait: waker::WaitList<P::Lock>, rx_wait: waker::WaitList<P::Lock>, (), ()
+    tx_wait: wait_list::WaitList<P::Lock>, rx_wait: wait_list::WaitList<P::Lock>, (), ()
 );
 
 impl ManyProducers for Mpsc {}
@@ -285,3 +285,8 @@ mod static_checks {
     assert_not_impl_any!(mpmc::Sender<std::rc::Rc<u8>>: Send, Sync);
     assert_impl_all!(crate::SendError<u8>: std::error::Error);
 }
+
+/// The README's example, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

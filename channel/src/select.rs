@@ -63,7 +63,7 @@ use crate::hook::{self, Park};
 use crate::rendezvous::{Packet, Settled, Side, Token};
 use crate::sync::Arc;
 use crate::sync::{fence, Ordering};
-use crate::waker::Waiters;
+use crate::wait_list::Waiters;
 use crate::{Mode, Protocol, Receiver, Sender};
 
 // ---- randomness ------------------------------------------------------------
@@ -875,6 +875,17 @@ impl<'a> Select<'a> {
     /// tx.send(7).unwrap();
     /// assert_eq!(sel.try_select().unwrap().recv(&rx), Ok(7));
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`TrySelectError`] if no operation completes now: every receive
+    /// finds its channel empty (on a zero-capacity channel, no sender
+    /// waiting) and every send finds its channel full (no receiver
+    /// waiting), or the set has no operations. Every operation is tried
+    /// once; nothing blocks.
+    /// An operation on a disconnected channel counts as ready and is
+    /// selected: its failure is reported by [`SelectedOperation::recv`] or
+    /// [`SelectedOperation::send`], not here.
     pub fn try_select(&mut self) -> Result<SelectedOperation<'_>, TrySelectError> {
         match self.run(Wait::Now, true) {
             Some(i) => Ok(self.selected(i)),
@@ -903,6 +914,18 @@ impl<'a> Select<'a> {
     /// assert_eq!(r.err(), Some(SelectTimeoutError));
     /// # drop(tx);
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`SelectTimeoutError`] if no operation was selected when `timeout`
+    /// had passed (always so, once it passes, for a set with no
+    /// operations). Every operation is tried at least once before the
+    /// deadline is checked, so a zero `timeout` acts as
+    /// [`try_select`](Select::try_select); a `timeout` too large to
+    /// represent as an [`Instant`] never expires.
+    /// An operation on a disconnected channel counts as ready and is
+    /// selected: its failure is reported by [`SelectedOperation::recv`] or
+    /// [`SelectedOperation::send`], not here.
     pub fn select_timeout(
         &mut self,
         timeout: Duration,
@@ -914,6 +937,15 @@ impl<'a> Select<'a> {
     }
 
     /// Waits until `deadline` at most for an operation to be selected.
+    ///
+    /// # Errors
+    ///
+    /// [`SelectTimeoutError`] if no operation was selected by `deadline`,
+    /// as for [`select_timeout`](Select::select_timeout); a `deadline`
+    /// already past still tries every operation once.
+    /// An operation on a disconnected channel counts as ready and is
+    /// selected: its failure is reported by [`SelectedOperation::recv`] or
+    /// [`SelectedOperation::send`], not here.
     pub fn select_deadline(
         &mut self,
         deadline: Instant,
@@ -926,6 +958,12 @@ impl<'a> Select<'a> {
 
     /// The index of an operation that is ready now, without performing it.
     /// (By the time the caller performs it, it may no longer be ready.)
+    ///
+    /// # Errors
+    ///
+    /// [`TryReadyError`] if no operation is ready now (every receive's
+    /// channel empty, every send's channel full, none of them
+    /// disconnected), or the set has no operations. Nothing blocks.
     pub fn try_ready(&mut self) -> Result<usize, TryReadyError> {
         self.run(Wait::Now, false).ok_or(TryReadyError)
     }
@@ -940,6 +978,13 @@ impl<'a> Select<'a> {
 
     /// Waits at most `timeout` until an operation is ready; returns its
     /// index without performing it.
+    ///
+    /// # Errors
+    ///
+    /// [`ReadyTimeoutError`] if no operation was ready when `timeout` had
+    /// passed (an operation on a disconnected channel counts as ready).
+    /// Readiness is checked at least once before the deadline is; a
+    /// `timeout` too large to represent as an [`Instant`] never expires.
     pub fn ready_timeout(&mut self, timeout: Duration) -> Result<usize, ReadyTimeoutError> {
         self.run(Wait::timeout(timeout), false)
             .ok_or(ReadyTimeoutError)
@@ -947,6 +992,12 @@ impl<'a> Select<'a> {
 
     /// Waits until `deadline` at most until an operation is ready; returns
     /// its index without performing it.
+    ///
+    /// # Errors
+    ///
+    /// [`ReadyTimeoutError`] if no operation was ready by `deadline`, as for
+    /// [`ready_timeout`](Select::ready_timeout); a `deadline` already past
+    /// still checks once.
     pub fn ready_deadline(&mut self, deadline: Instant) -> Result<usize, ReadyTimeoutError> {
         self.run(Wait::Until(deadline), false)
             .ok_or(ReadyTimeoutError)
@@ -977,6 +1028,14 @@ impl SelectedOperation<'_> {
 
     /// Completes a selected receive: the message it took, or `RecvError` if
     /// the channel was empty and disconnected.
+    ///
+    /// # Errors
+    ///
+    /// [`RecvError`] if the receive was selected because its channel was
+    /// empty and every sender was gone (a disconnected channel counts as
+    /// ready). The outcome was fixed when the operation was selected: a
+    /// message it took then is returned even if the senders have gone
+    /// since.
     ///
     /// # Panics
     /// If `rx` is not the receiver this operation was added for.
@@ -1011,6 +1070,13 @@ impl SelectedOperation<'_> {
     /// slot at selection time is not an option: a claimed slot must be
     /// published without suspending, since receivers wait for it by
     /// spinning.)
+    ///
+    /// # Errors
+    ///
+    /// [`SendError`], holding `msg`, if every receiver is gone: when this
+    /// is called (a send selected because its channel was disconnected
+    /// always fails here), or while it waits for room on a side with
+    /// several senders. The message is then not in the channel.
     ///
     /// # Panics
     /// If `tx` is not the sender this operation was added for.

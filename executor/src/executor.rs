@@ -2,9 +2,10 @@
 //!
 //! Each executor has
 //! * a [`RunQueue`] of coroutines ready to run (slot numbers),
-//! * a [`WaitQueue`]: the table of its live coroutines, indexed by slot.
-//!   The ones not on the run queue and not running are parked; a wake finds
-//!   its coroutine there by slot in O(1),
+//! * a [`TaskTable`]: every live coroutine, indexed by slot. The ones not
+//!   on the run queue and not running are parked (a blocked coroutine
+//!   stays in its slot; there is no separate wait queue); a wake finds its
+//!   coroutine there by slot in O(1),
 //! * an [`Inbox`](crate::inbox::Inbox) through which other threads hand it
 //!   new coroutines and wakes,
 //! * a timer heap for parked coroutines with a deadline,
@@ -41,8 +42,8 @@ use swco_channel::sync::Parker;
 use crate::inbox::InboxQueue;
 use crate::job::{Cancelled, Job, Start};
 use crate::panic::report_escaped_panic;
-use crate::queues::{RunQueue, WaitQueue};
-use crate::shared::{bump, ExecutorShared, RuntimeShared, CANCEL, STOP};
+use crate::queues::{RunQueue, TaskTable};
+use crate::shared::{bump, ExecutorShared, RuntimeShared, StopMode};
 use crate::stack::{self, StackPool};
 use crate::task::{Suspend, Task, TaskHeader};
 
@@ -87,7 +88,7 @@ pub(crate) struct Local {
     pub(crate) shared: Arc<ExecutorShared>,
     pub(crate) runtime: Arc<RuntimeShared>,
     run_queue: RefCell<RunQueue>,
-    wait_queue: RefCell<WaitQueue>,
+    tasks: RefCell<TaskTable>,
     timers: RefCell<BinaryHeap<Reverse<(Instant, u64, usize)>>>,
     next_timer_seq: Cell<u64>,
     /// Heap entries whose coroutine was woken before the deadline.
@@ -310,7 +311,7 @@ impl Local {
                 return;
             }
         };
-        let slot = self.wait_queue.borrow_mut().reserve();
+        let slot = self.tasks.borrow_mut().reserve();
         let header = Arc::new(TaskHeader::new(slot, self.shared.clone()));
         let guard = stack::guard_low(&stack);
         let co = Coroutine::with_stack(stack, move |yielder: &Yielder<(), Suspend>, ()| {
@@ -337,7 +338,7 @@ impl Local {
             // left to cancel, and it must not go on in the next coroutine.
             swco_channel::hook::discard_deferred_unwind();
         });
-        self.wait_queue.borrow_mut().put(
+        self.tasks.borrow_mut().put(
             slot,
             Box::new(Task {
                 co,
@@ -404,7 +405,7 @@ impl Local {
         if timers.is_empty() {
             return;
         }
-        let mut waits = self.wait_queue.borrow_mut();
+        let mut table = self.tasks.borrow_mut();
         // Entries of coroutines woken before their deadline stay in the heap
         // (no removal from the middle of a heap); drop them in bulk once
         // they are the majority, so frequent timed waits with long timeouts
@@ -412,7 +413,7 @@ impl Local {
         let stale = self.stale_timers.get();
         if stale > 64 && stale * 2 > timers.len() {
             timers.retain(|Reverse((_, seq, slot))| {
-                waits.get(*slot).is_some_and(|t| t.timer_seq == *seq)
+                table.get(*slot).is_some_and(|t| t.timer_seq == *seq)
             });
             self.stale_timers.set(0);
         }
@@ -422,7 +423,7 @@ impl Local {
                 break;
             }
             timers.pop();
-            match waits.get_mut(slot) {
+            match table.get_mut(slot) {
                 Some(task) if task.timer_seq == seq => {
                     task.timer_seq = 0;
                     if task.header.state.expire() {
@@ -438,7 +439,7 @@ impl Local {
     }
 
     fn run_task(&self, slot: usize) {
-        let ptr = self.wait_queue.borrow().ptr(slot);
+        let ptr = self.tasks.borrow().ptr(slot);
         if ptr.is_null() {
             debug_assert!(false, "run queue named an empty slot");
             return;
@@ -447,7 +448,7 @@ impl Local {
         // queue. It stays in its slot, alive and unaliased, until this
         // function takes it out below: only the executor loop (this thread,
         // between resumes) reaches a task through its slot, and code run by
-        // the resume touches other slots only (see `WaitQueue`).
+        // the resume touches other slots only (see `TaskTable`).
         let task = unsafe { &mut *ptr };
         if task.timer_seq != 0 {
             // Woken before its deadline: its heap entry is now stale.
@@ -476,13 +477,13 @@ impl Local {
                 }
             }
             CoroutineResult::Return(()) => {
-                let task = self.wait_queue.borrow_mut().take(slot);
+                let task = self.tasks.borrow_mut().take(slot);
                 let Some(task) = task else {
                     unreachable!("the finished task left its slot")
                 };
                 let stack = task.co.into_stack();
                 self.pool.borrow_mut().give_back(stack);
-                self.wait_queue.borrow_mut().release(slot);
+                self.tasks.borrow_mut().release(slot);
                 self.finished_one();
             }
         }
@@ -507,9 +508,9 @@ impl Local {
             // run. Relaxed first look (the common case, no shutdown, is one
             // load of a line nobody writes); Acquire pairs with
             // request_stop's Release.
-            if self.shared.stop.load(Ordering::Relaxed) == CANCEL
+            if self.shared.stop_mode(Ordering::Relaxed) == StopMode::Cancel
                 && !self.cancelling.get()
-                && self.shared.stop.load(Ordering::Acquire) == CANCEL
+                && self.shared.stop_mode(Ordering::Acquire) == StopMode::Cancel
             {
                 self.cancelling.set(true);
                 self.kick_cancel();
@@ -540,8 +541,10 @@ impl Local {
             // Nothing runnable: other executors may offer us work.
             self.set_idle(true);
             // Acquire: pairs with request_stop's Release.
-            match self.shared.stop.load(Ordering::Acquire) {
-                STOP | CANCEL if self.shared.live.load(Ordering::Relaxed) == 0 => {
+            match self.shared.stop_mode(Ordering::Acquire) {
+                StopMode::Stop | StopMode::Cancel
+                    if self.shared.live.load(Ordering::Relaxed) == 0 =>
+                {
                     // SeqCst (both): the Dekker pair with `submit`'s `live`
                     // increment and `exited` load: either the spawner sees
                     // us gone and places its job elsewhere, or we see its
@@ -558,11 +561,11 @@ impl Local {
                 // their unwinding (they run it to the end when woken), or
                 // were passed over by `raise_cancel`: try those again once
                 // something has finished.
-                CANCEL if self.finished_while_cancelling.get() => {
+                StopMode::Cancel if self.finished_while_cancelling.get() => {
                     self.kick_cancel();
                     continue;
                 }
-                _ => {}
+                StopMode::Run | StopMode::Stop | StopMode::Cancel => {}
             }
             // A short grace period before parking. Waking a parked thread
             // costs tens of microseconds on an idle virtual machine (its vCPU
@@ -681,10 +684,10 @@ impl Local {
     /// ones not yet started only drop their closure.
     fn kick_cancel(&self) {
         self.finished_while_cancelling.set(false);
-        let waits = self.wait_queue.borrow();
+        let table = self.tasks.borrow();
         let mut run_queue = self.run_queue.borrow_mut();
-        for slot in 0..waits.slot_count() {
-            let Some(task) = waits.get(slot) else {
+        for slot in 0..table.slot_count() {
+            let Some(task) = table.get(slot) else {
                 continue;
             };
             // Relaxed: only this thread touches the flag.
@@ -713,12 +716,12 @@ impl Local {
     }
 
     /// The executor is exiting: nothing is live here any more. A task still
-    /// in the wait queue would be a bookkeeping bug; it is leaked rather
+    /// in the task table would be a bookkeeping bug; it is leaked rather
     /// than dropped, because dropping a suspended corosensei coroutine
     /// unwinds it from outside, where a blocking `Drop` cannot suspend.
     fn leak_leftovers(&self) {
-        let mut waits = self.wait_queue.borrow_mut();
-        while let Some(task) = waits.take_any() {
+        let mut table = self.tasks.borrow_mut();
+        while let Some(task) = table.take_any() {
             eprintln!(
                 "swco: executor swco-cpe-{} exits with a live coroutine; it is leaked",
                 self.shared.index
@@ -747,7 +750,7 @@ pub(crate) fn run_executor<H>(
         shared: shared.clone(),
         runtime,
         run_queue: RefCell::default(),
-        wait_queue: RefCell::default(),
+        tasks: RefCell::default(),
         timers: RefCell::default(),
         next_timer_seq: Cell::new(0),
         stale_timers: Cell::new(0),

@@ -2,13 +2,13 @@
 //! block on channels.
 //!
 //! A [`Runtime`] starts `executors(n)` OS threads (`swco-cpe-<i>`), each a
-//! CPE executor with a runnable queue, a wait queue and an inbox. The
+//! CPE executor with a runnable queue, a task table and an inbox. The
 //! runtime (the MPE scheduler) places each spawned coroutine on one executor
 //! (by [`Placement`]: local with stealing, round-robin or least-loaded; or
 //! pinned with [`spawn_on`](Runtime::spawn_on)). It gets its stack there when
 //! it first runs, and stays there for life. A coroutine
 //! that blocks on a `swco-channel` channel or on a [`JoinHandle`] suspends
-//! onto its executor's wait queue; the wake puts it back on that executor's
+//! in its executor's task table; the wake puts it back on that executor's
 //! runnable queue. Idle executors park.
 //!
 //! ```
@@ -81,3 +81,8 @@ pub mod model {
     pub use crate::join::{Completer, JoinSlot};
     pub use crate::wake::WakeState;
 }
+
+/// The README's example, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -1,6 +1,7 @@
 //! The channel park hook of executor threads ([`CoroutinePark`]): inside a
 //! coroutine, a blocking channel operation or join suspends the coroutine
-//! onto its executor's wait queue instead of parking the thread.
+//! (it stays in its executor's task table, off the run queue) instead of
+//! parking the thread.
 //!
 //! # Invariants
 //!

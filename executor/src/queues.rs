@@ -1,11 +1,11 @@
-//! An executor's two coroutine queues: the [`RunQueue`] of ready slots and
-//! the [`WaitQueue`], the table of its live coroutines indexed by slot (the
-//! ones neither running nor on the run queue are parked). Both are
+//! An executor's coroutine bookkeeping: the [`RunQueue`] of ready slots and
+//! the [`TaskTable`] of its live coroutines, indexed by slot (the ones
+//! neither running nor on the run queue are parked). Both are
 //! thread-confined to the executor, inside its `Local`.
 //!
 //! # Invariants
 //!
-//! The [`WaitQueue`]'s, stated on the type: it owns every task in it, and
+//! The [`TaskTable`]'s, stated on the type: it owns every task in it, and
 //! only the executor loop, between resumes, dereferences a slot.
 
 use std::collections::VecDeque;
@@ -16,9 +16,10 @@ use crate::task::Task;
 #[derive(Default)]
 pub(crate) struct RunQueue(pub(crate) VecDeque<usize>);
 
-/// Every live coroutine of the executor, indexed by slot. Those neither
-/// running nor on the [`RunQueue`] are parked: this is the executor's wait
-/// queue, and a wake finds its coroutine here by slot.
+/// Every live coroutine of the executor, indexed by slot: running, on the
+/// [`RunQueue`], or parked (those neither running nor on the run queue). A
+/// parked coroutine just stays in its slot, and a wake finds it here by
+/// slot; there is no separate wait queue.
 ///
 /// A task stays in its slot while it runs: the executor resumes it through
 /// the slot's pointer, so a resume moves nothing.
@@ -26,21 +27,21 @@ pub(crate) struct RunQueue(pub(crate) VecDeque<usize>);
 /// # Invariants
 ///
 /// * A non-null entry is a pointer from `Box::into_raw`, owned by this
-///   queue: freed by [`take`](WaitQueue::take) (which hands the box back)
+///   table: freed by [`take`](TaskTable::take) (which hands the box back)
 ///   or by `Drop`, and by nothing else.
 /// * The task being resumed is reached only through the executor loop's
 ///   pointer (`Local::run_task`) until the resume
 ///   returns. Code running meanwhile (the coroutine, wakers, spawns) may
-///   borrow this queue, but only to reserve or fill *other* slots; the
+///   borrow this table, but only to reserve or fill *other* slots; the
 ///   accessors that dereference a slot (`get`, `get_mut`, `take`,
 ///   `take_any`) are called only by the executor loop between resumes.
 #[derive(Default)]
-pub(crate) struct WaitQueue {
+pub(crate) struct TaskTable {
     slots: Vec<*mut Task>,
     free: Vec<usize>,
 }
 
-impl WaitQueue {
+impl TaskTable {
     pub(crate) fn reserve(&mut self) -> usize {
         match self.free.pop() {
             Some(slot) => slot,
@@ -69,7 +70,7 @@ impl WaitQueue {
     pub(crate) fn take(&mut self, slot: usize) -> Option<Box<Task>> {
         let ptr = std::mem::replace(self.slots.get_mut(slot)?, std::ptr::null_mut());
         // SAFETY: a non-null entry came from `Box::into_raw` and is owned by
-        // this queue; nulling the entry above transfers that ownership back
+        // this table; nulling the entry above transfers that ownership back
         // to the box, exactly once.
         (!ptr.is_null()).then(|| unsafe { Box::from_raw(ptr) })
     }
@@ -80,7 +81,7 @@ impl WaitQueue {
 
     pub(crate) fn get(&self, slot: usize) -> Option<&Task> {
         // SAFETY: a non-null entry points at a live task owned by this
-        // queue; it is called only between resumes, when no other reference
+        // table; it is called only between resumes, when no other reference
         // to a task exists (type invariants), and `&self` keeps the task from
         // being taken while the reference lives.
         unsafe { self.ptr(slot).as_ref() }
@@ -102,7 +103,7 @@ impl WaitQueue {
     }
 }
 
-impl Drop for WaitQueue {
+impl Drop for TaskTable {
     fn drop(&mut self) {
         for slot in 0..self.slots.len() {
             drop(self.take(slot));

@@ -24,7 +24,7 @@ use crate::join::{JoinError, JoinHandle, JoinSlot};
 use crate::panic_hook::install_panic_hook;
 use crate::park;
 use crate::placement::Placement;
-use crate::shared::{ExecutorShared, RuntimeShared, CANCEL, STOP};
+use crate::shared::{ExecutorShared, RuntimeShared, StopMode};
 use crate::stack::{self, page_size, DEFAULT_STACK_SIZE, MIN_STACK_SIZE};
 use crate::stats::{ExecutorStats, Stats};
 use crate::task::Suspend;
@@ -445,7 +445,11 @@ impl RuntimeShared {
             .iter()
             .map(|e| e.live.load(Ordering::Relaxed))
             .collect();
-        let mode = if timed_out { CANCEL } else { STOP };
+        let mode = if timed_out {
+            StopMode::Cancel
+        } else {
+            StopMode::Stop
+        };
         for e in &self.executors {
             e.request_stop(mode);
         }
@@ -519,7 +523,7 @@ impl Drop for Runtime {
             // No thread to wait with: ask every executor to exit once it has
             // nothing live (their threads are detached).
             for e in &self.shared.executors {
-                e.request_stop(STOP);
+                e.request_stop(StopMode::Stop);
             }
         }
     }

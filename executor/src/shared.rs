@@ -25,12 +25,31 @@ use crate::inbox::Inbox;
 use crate::job::Job;
 use crate::placement::Placement;
 
-/// Executor run state, set by the runtime at shutdown.
-pub(crate) const RUN: u8 = 0;
-/// Exit once nothing is live here (the runtime saw no live coroutine).
-pub(crate) const STOP: u8 = 1;
-/// Exit now, unwinding whatever coroutines are still here.
-pub(crate) const CANCEL: u8 = 2;
+/// An executor's run state, set by the runtime at shutdown. Kept in an
+/// [`AtomicU8`] ([`ExecutorShared::stop_mode`] reads it back).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+pub(crate) enum StopMode {
+    /// Keep running: no shutdown asked for.
+    Run = 0,
+    /// Exit once nothing is live here (the runtime saw no live coroutine).
+    Stop = 1,
+    /// Exit now, unwinding whatever coroutines are still here.
+    Cancel = 2,
+}
+
+impl StopMode {
+    /// The mode stored as `raw` (a `StopMode as u8`).
+    #[inline]
+    fn from_u8(raw: u8) -> StopMode {
+        match raw {
+            0 => StopMode::Run,
+            1 => StopMode::Stop,
+            2 => StopMode::Cancel,
+            _ => unreachable!("not a stop mode: {raw}"),
+        }
+    }
+}
 
 /// Per-executor counters. Each has a single writer (the executor thread), so
 /// a relaxed load + store is enough and costs no locked instruction.
@@ -56,7 +75,12 @@ pub(crate) fn bump(counter: &AtomicU64, by: u64) {
 pub(crate) struct ExecutorShared {
     pub(crate) index: usize,
     pub(crate) inbox: CachePadded<Inbox<Job>>,
-    pub(crate) stop: AtomicU8,
+    /// A [`StopMode`], as `u8`: set through [`request_stop`], read through
+    /// [`stop_mode`].
+    ///
+    /// [`request_stop`]: ExecutorShared::request_stop
+    /// [`stop_mode`]: ExecutorShared::stop_mode
+    stop: AtomicU8,
     /// Coroutines placed here and not yet finished (for least-loaded
     /// placement, the shutdown report, and the exit check). A stolen job's
     /// count moves to its thief when the thief starts it (`Local::launch`),
@@ -84,7 +108,7 @@ impl ExecutorShared {
         ExecutorShared {
             index,
             inbox: CachePadded::new(Inbox::new(unparker)),
-            stop: AtomicU8::new(RUN),
+            stop: AtomicU8::new(StopMode::Run as u8),
             live: CachePadded::new(AtomicUsize::new(0)),
             counters: CachePadded::new(Counters::default()),
             idle: CachePadded::new(AtomicBool::new(false)),
@@ -116,12 +140,21 @@ impl ExecutorShared {
         self.inbox.push_spawn(job);
     }
 
-    /// Asks the executor to stop (`STOP` or `CANCEL`) and wakes it.
-    pub(crate) fn request_stop(&self, mode: u8) {
+    /// Asks the executor to stop ([`StopMode::Stop`] or
+    /// [`StopMode::Cancel`]) and wakes it.
+    pub(crate) fn request_stop(&self, mode: StopMode) {
+        debug_assert_ne!(mode, StopMode::Run, "a stop request stops");
         // Release: the runtime's shutdown decisions happen before the
         // executor sees the flag.
-        self.stop.store(mode, Ordering::Release);
+        self.stop.store(mode as u8, Ordering::Release);
         self.inbox.unpark();
+    }
+
+    /// The run state the runtime last asked for (`ordering`: of the load;
+    /// `Acquire` pairs with [`request_stop`](ExecutorShared::request_stop)).
+    #[inline]
+    pub(crate) fn stop_mode(&self, ordering: Ordering) -> StopMode {
+        StopMode::from_u8(self.stop.load(ordering))
     }
 }
 

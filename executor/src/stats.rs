@@ -16,7 +16,7 @@ pub struct ExecutorStats {
     pub finished: u64,
     /// Coroutine resumptions.
     pub context_switches: u64,
-    /// Times a coroutine suspended itself on the wait queue (blocked).
+    /// Times a coroutine suspended itself to wait (blocked).
     pub blocks: u64,
     /// Wakes that put a parked coroutine back on the run queue (including
     /// expired deadlines). Once every coroutine has finished,

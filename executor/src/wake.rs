@@ -23,7 +23,7 @@ use swco_channel::sync::{AtomicU32, Ordering};
 const RUNNING: u32 = 0;
 /// Running, and a wake arrived: the next park returns at once.
 const NOTIFIED: u32 = 1;
-/// Suspended on the wait queue: the next wake must schedule it.
+/// Suspended, waiting: the next wake must schedule it.
 const WAITING: u32 = 2;
 
 /// The wake state of one coroutine. See the module docs for the protocol.

@@ -1,12 +1,12 @@
-//! `swco::sleep` and `swco::sleep_until`: a sleeping coroutine leaves its
+//! `swco_executor::sleep` and `swco_executor::sleep_until`: a sleeping coroutine leaves its
 //! executor to its neighbours; outside a coroutine they sleep the thread.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use swco::channel::spsc;
-use swco::Runtime;
+use swco_channel::spsc;
+use swco_executor::Runtime;
 
 #[test]
 fn a_sleeping_coroutine_lets_its_neighbours_run() {
@@ -18,7 +18,7 @@ fn a_sleeping_coroutine_lets_its_neighbours_run() {
     let sleeper = rt
         .spawn_on(0, move || {
             let start = Instant::now();
-            swco::sleep(Duration::from_millis(200));
+            swco_executor::sleep(Duration::from_millis(200));
             (start.elapsed(), rx.try_recv())
         })
         .unwrap();
@@ -39,7 +39,7 @@ fn many_sleepers_on_one_executor_all_wake_exactly_once() {
             let woken = woken.clone();
             rt.spawn_on(0, move || {
                 let deadline = Instant::now() + Duration::from_millis(20 + (i % 50) as u64);
-                swco::sleep_until(deadline);
+                swco_executor::sleep_until(deadline);
                 assert!(Instant::now() >= deadline, "coroutine {i} woke early");
                 woken.fetch_add(1, Ordering::Relaxed);
                 i
@@ -63,8 +63,8 @@ fn a_deadline_in_the_past_returns_at_once() {
     let rt = Runtime::builder().executors(1).build().unwrap();
     let h = rt
         .spawn_on(0, || {
-            swco::sleep_until(Instant::now() - Duration::from_millis(1));
-            swco::sleep(Duration::ZERO);
+            swco_executor::sleep_until(Instant::now() - Duration::from_millis(1));
+            swco_executor::sleep(Duration::ZERO);
         })
         .unwrap();
     h.join().unwrap();
@@ -74,10 +74,10 @@ fn a_deadline_in_the_past_returns_at_once() {
 #[test]
 fn outside_a_coroutine_the_thread_sleeps() {
     let start = Instant::now();
-    swco::sleep(Duration::from_millis(30));
+    swco_executor::sleep(Duration::from_millis(30));
     assert!(start.elapsed() >= Duration::from_millis(30));
     let deadline = Instant::now() + Duration::from_millis(20);
-    swco::sleep_until(deadline);
+    swco_executor::sleep_until(deadline);
     assert!(Instant::now() >= deadline);
 }
 
@@ -101,7 +101,7 @@ fn a_cancelling_shutdown_unwinds_sleepers() {
             rt.spawn(move || {
                 let _guard = Counted(dropped);
                 started.fetch_add(1, Ordering::SeqCst);
-                swco::sleep(Duration::from_secs(3600));
+                swco_executor::sleep(Duration::from_secs(3600));
             })
         })
         .collect();

@@ -3,76 +3,22 @@
 //! or lose a wake-up.
 //!
 //! Every scenario runs in a child process (this test binary, re-executed
-//! with `SWCO_FAULTS_CHILD` set and the one test selected), so a crash or a
-//! hang fails its own test, with the child's output, instead of the suite.
+//! with `SWCO_TEST_CHILD` set and the one test selected; see `common`), so a
+//! crash or a hang fails its own test, with the child's output, instead of
+//! the suite.
 
-use std::io::Read;
 use std::panic::{catch_unwind, panic_any, AssertUnwindSafe};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use swco::channel::{mpmc, mpsc, spmc, Cas, Updt};
-use swco::{BuildError, JoinHandle, Runtime, MAX_EXECUTORS};
+use swco_channel::{mpmc, mpsc, spmc, Cas, Updt};
+use swco_executor::{BuildError, JoinHandle, Runtime, MAX_EXECUTORS};
 
-const CHILD_ENV: &str = "SWCO_FAULTS_CHILD";
-/// A child that has not finished by then is hung: it is killed and its test
-/// fails (a hang guard, not a speed assertion).
-const CHILD_HANG_GUARD: Duration = Duration::from_secs(120);
+mod common;
 
-/// In the child, runs `body`; in the parent, runs test `name` in a child
-/// process and fails with its output unless it exits successfully.
-fn in_child_process(name: &str, body: impl FnOnce()) {
-    if std::env::var_os(CHILD_ENV).is_some() {
-        body();
-        return;
-    }
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", name, "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let err_reader = thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        s
-    });
-    let mut stdout = child.stdout.take().unwrap();
-    let out_reader = thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stdout.read_to_string(&mut s);
-        s
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if start.elapsed() > CHILD_HANG_GUARD {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        thread::sleep(Duration::from_millis(10));
-    };
-    let output = format!(
-        "--- stdout\n{}\n--- stderr\n{}",
-        out_reader.join().unwrap(),
-        err_reader.join().unwrap()
-    );
-    match status {
-        None => panic!("{name}: the child hung and was killed\n{output}"),
-        Some(s) => assert!(
-            s.success() && output.contains("test result: ok. 1 passed"),
-            "{name}: the child failed ({s})\n{output}"
-        ),
-    }
-}
+use common::in_child_process;
 
 /// Counts drops; panics in its own `Drop` if `panics` is set.
 struct Guard {
@@ -162,7 +108,7 @@ fn panic_hook_that_blocks_does_not_corrupt_the_executor() {
             let (tx, rx) = mpmc::bounded::<String>(1);
             let hook_tx = tx.clone();
             std::panic::set_hook(Box::new(move |info| {
-                swco::yield_now();
+                swco_executor::yield_now();
                 hook_tx.send(format!("hook saw: {info}")).unwrap();
             }));
             for stack in [16 * 1024, 32 * 1024, 64 * 1024] {
@@ -268,7 +214,7 @@ fn cancelling_unstarted_coroutines_drops_each_closure_once() {
             struct Notify(mpmc::Sender<usize>, usize);
             impl Drop for Notify {
                 fn drop(&mut self) {
-                    swco::yield_now();
+                    swco_executor::yield_now();
                     self.0.send(self.1).unwrap();
                 }
             }
@@ -290,7 +236,7 @@ fn cancelling_unstarted_coroutines_drops_each_closure_once() {
                 rt.spawn_on(0, move || {
                     // Created on this executor's run queue, never resumed.
                     for b in bodies.drain(..) {
-                        inner.lock().unwrap().push(swco::spawn(b));
+                        inner.lock().unwrap().push(swco_executor::spawn(b));
                     }
                     // Never yields until released, so nothing else starts.
                     while !release.load(Ordering::SeqCst) {
@@ -450,7 +396,7 @@ fn cancelled_coroutine_whose_drop_suspends_completes_it() {
             struct BlockingDrop(mpmc::Sender<&'static str>);
             impl Drop for BlockingDrop {
                 fn drop(&mut self) {
-                    swco::yield_now();
+                    swco_executor::yield_now();
                     self.0.send("dropped").unwrap();
                 }
             }
@@ -647,7 +593,7 @@ fn a_drop_that_suspends_while_unwinding_a_panic_is_sound() {
             impl Drop for YieldOnDrop {
                 fn drop(&mut self) {
                     for _ in 0..3 {
-                        swco::yield_now();
+                        swco_executor::yield_now();
                     }
                 }
             }
@@ -719,7 +665,7 @@ fn spawn_during_cancellation_never_lands_on_an_exited_executor() {
         || {
             let rt = Runtime::builder()
                 .executors(2)
-                .placement(swco::Placement::RoundRobin)
+                .placement(swco_executor::Placement::RoundRobin)
                 .build()
                 .unwrap();
             let drops: Arc<AtomicUsize> = Arc::default();
@@ -737,7 +683,7 @@ fn spawn_during_cancellation_never_lands_on_an_exited_executor() {
                                 drops: d.clone(),
                                 panics: false,
                             };
-                            swco::spawn(move || drop(g))
+                            swco_executor::spawn(move || drop(g))
                         })
                         .collect::<Vec<_>>()
                 })

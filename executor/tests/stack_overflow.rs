@@ -2,9 +2,11 @@
 //! and the configured stack size, never corrupt memory silently. The
 //! overflows run in child processes (this test binary, re-executed).
 
-use std::process::{Command, ExitStatus};
+use std::process::ExitStatus;
 
-const CHILD_ENV: &str = "SWCO_STACK_OVERFLOW_CHILD";
+mod common;
+
+use common::in_child;
 
 #[inline(never)]
 fn recurse(depth: u64) -> u64 {
@@ -15,28 +17,20 @@ fn recurse(depth: u64) -> u64 {
     recurse(depth + 1).wrapping_add(std::hint::black_box(frame)[7])
 }
 
-/// Runs this binary's test `name` in a child process with `CHILD_ENV` set;
+/// Runs this binary's test `name` in a child process (see `common`);
 /// returns its exit status and stderr.
 fn run_child(name: &str) -> (ExitStatus, String) {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", name, "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, "1")
-        .output()
-        .unwrap();
-    (
-        out.status,
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn in_child() -> bool {
-    std::env::var_os(CHILD_ENV).is_some()
+    let out = common::run_child(name);
+    let status = out
+        .status
+        .unwrap_or_else(|| panic!("{name}: the child hung and was killed\n{}", out.both()));
+    (status, out.stderr)
 }
 
 #[test]
 fn stack_overflow_prints_a_clear_message_and_aborts() {
     if in_child() {
-        let rt = swco::Runtime::builder()
+        let rt = swco_executor::Runtime::builder()
             .executors(2)
             .stack_size(32 * 1024)
             .build()
@@ -68,7 +62,10 @@ fn stack_overflow_prints_a_clear_message_and_aborts() {
 #[test]
 fn thread_stack_overflow_is_left_to_rust() {
     if in_child() {
-        let rt = swco::Runtime::builder().executors(1).build().unwrap();
+        let rt = swco_executor::Runtime::builder()
+            .executors(1)
+            .build()
+            .unwrap();
         rt.spawn(|| ()).join().unwrap();
         let t = std::thread::Builder::new()
             .name("plain-overflow".into())

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use swco::channel::{mpmc, spsc, Updt};
-use swco::{BuildError, Placement, Runtime, SpawnError};
+use swco_channel::{mpmc, spsc, Updt};
+use swco_executor::{BuildError, Placement, Runtime, SpawnError};
 
 fn runtime(executors: usize) -> Runtime {
     Runtime::builder().executors(executors).build().unwrap()
@@ -51,7 +51,7 @@ fn sieve_stage(input: spsc::Receiver<u64>, primes: mpmc::Sender<u64>) {
     let Ok(p) = input.recv() else { return };
     primes.send(p).unwrap();
     let (tx, rx) = spsc::bounded::<u64>(4);
-    let next = swco::spawn(move || sieve_stage(rx, primes));
+    let next = swco_executor::spawn(move || sieve_stage(rx, primes));
     for n in input {
         if n % p != 0 {
             tx.send(n).unwrap();
@@ -94,7 +94,7 @@ fn ping_pong(rt: &Runtime, a: usize, b: usize, rounds: u64) {
             }
             // Never migrated: still on the thread it started on.
             assert_eq!(thread::current().id(), thread);
-            swco::current_cpe()
+            swco_executor::current_cpe()
         })
         .unwrap();
     let ponger = rt
@@ -104,7 +104,7 @@ fn ping_pong(rt: &Runtime, a: usize, b: usize, rounds: u64) {
                 pong_tx.send(v + 1).unwrap();
                 n += 1;
             }
-            (n, swco::current_cpe())
+            (n, swco_executor::current_cpe())
         })
         .unwrap();
     assert_eq!(pinger.join().unwrap(), Some(a));
@@ -242,7 +242,7 @@ fn placement_is_honoured_for_every_cpe() {
         .build()
         .unwrap();
     let handles: Vec<_> = (0..64)
-        .map(|i| rt.spawn_on(i, swco::current_cpe).unwrap())
+        .map(|i| rt.spawn_on(i, swco_executor::current_cpe).unwrap())
         .collect();
     for (i, h) in handles.into_iter().enumerate() {
         assert_eq!(h.cpe(), Some(i));
@@ -254,7 +254,11 @@ fn placement_is_honoured_for_every_cpe() {
     assert_eq!(name.join().unwrap().as_deref(), Some("swco-cpe-37"));
     // Round-robin visits each executor once per 64 spawns.
     let mut seen: Vec<usize> = (0..64)
-        .map(|_| rt.spawn(|| swco::current_cpe().unwrap()).join().unwrap())
+        .map(|_| {
+            rt.spawn(|| swco_executor::current_cpe().unwrap())
+                .join()
+                .unwrap()
+        })
         .collect();
     seen.sort_unstable();
     assert!(seen.into_iter().eq(0..64));
@@ -281,7 +285,7 @@ fn least_loaded_placement_avoids_busy_executors() {
             rt.spawn_on(i, move || rx.recv().unwrap()).unwrap()
         })
         .collect();
-    let h = rt.spawn(swco::current_cpe);
+    let h = rt.spawn(swco_executor::current_cpe);
     assert_eq!(h.cpe(), Some(3));
     assert_eq!(h.join().unwrap(), Some(3));
     for _ in 0..3 {
@@ -296,7 +300,9 @@ fn least_loaded_placement_avoids_busy_executors() {
 fn spawn_inside_coroutine_and_join_from_coroutine() {
     let rt = runtime(3);
     let h = rt.spawn(|| {
-        let children: Vec<_> = (0..30u64).map(|i| swco::spawn(move || i * 2)).collect();
+        let children: Vec<_> = (0..30u64)
+            .map(|i| swco_executor::spawn(move || i * 2))
+            .collect();
         children.into_iter().map(|c| c.join().unwrap()).sum::<u64>()
     });
     assert_eq!(h.join().unwrap(), (0..30u64).map(|i| i * 2).sum());
@@ -314,10 +320,10 @@ fn yield_now_interleaves_coroutines_on_one_executor() {
         let hs: Vec<_> = (0..2)
             .map(|id| {
                 let log = log2.clone();
-                swco::spawn(move || {
+                swco_executor::spawn(move || {
                     for step in 0..3 {
                         log.lock().unwrap().push((id, step));
-                        swco::yield_now();
+                        swco_executor::yield_now();
                     }
                 })
             })
@@ -330,7 +336,7 @@ fn yield_now_interleaves_coroutines_on_one_executor() {
     .unwrap();
     let log = log.lock().unwrap();
     assert_eq!(*log, vec![(1, 0), (0, 0), (1, 1), (0, 1), (1, 2), (0, 2)]);
-    assert_eq!(swco::current_cpe(), None);
+    assert_eq!(swco_executor::current_cpe(), None);
 }
 
 #[test]
@@ -370,8 +376,8 @@ fn recv_timeout_inside_a_coroutine_times_out_and_neighbours_run() {
 fn runtime_and_handles_are_send_and_sync() {
     fn check<T: Send + Sync>() {}
     check::<Runtime>();
-    check::<swco::JoinHandle<u32>>();
-    check::<swco::JoinError>();
+    check::<swco_executor::JoinHandle<u32>>();
+    check::<swco_executor::JoinError>();
     check::<SpawnError>();
     check::<BuildError>();
 }
@@ -441,11 +447,11 @@ fn shutdown_waits_for_live_coroutines() {
         // for those too.
         drop(rt.spawn(move || {
             for _ in 0..10 {
-                swco::yield_now();
+                swco_executor::yield_now();
             }
             let child_done = done.clone();
-            drop(swco::spawn(move || {
-                swco::yield_now();
+            drop(swco_executor::spawn(move || {
+                swco_executor::yield_now();
                 child_done.fetch_add(1, Ordering::Relaxed);
             }));
             done.fetch_add(1, Ordering::Relaxed);
@@ -508,7 +514,7 @@ fn panic_on_the_smallest_stack_is_reported_not_an_overflow() {
     // coroutine stack.
     let rt = Runtime::builder()
         .executors(1)
-        .stack_size(swco::MIN_STACK_SIZE)
+        .stack_size(swco_executor::MIN_STACK_SIZE)
         .build()
         .unwrap();
     let e = rt
@@ -522,7 +528,7 @@ fn panic_on_the_smallest_stack_is_reported_not_an_overflow() {
 fn shutdown_timeout_cancels_coroutines_that_keep_yielding() {
     let rt = runtime(1);
     let spinner = rt.spawn(|| loop {
-        swco::yield_now();
+        swco_executor::yield_now();
     });
     let report = rt
         .shutdown_timeout(std::time::Duration::from_millis(20))
@@ -583,12 +589,12 @@ fn blocking_suspends_only_the_coroutine_on_a_single_executor() {
     let (tx, rx) = mpmc::bounded::<u32>(1);
     let receiver = rt.spawn(move || rx.recv().unwrap());
     let sender = rt.spawn(move || {
-        swco::yield_now();
+        swco_executor::yield_now();
         tx.send(11).unwrap();
     });
     let joiner = rt.spawn(move || {
-        let late = swco::spawn(|| {
-            swco::yield_now();
+        let late = swco_executor::spawn(|| {
+            swco_executor::yield_now();
             7
         });
         late.join().unwrap() + receiver.join().unwrap()
@@ -603,7 +609,7 @@ fn skynet(num: u64, size: u64) -> u64 {
     }
     let child = size / 10;
     let handles: Vec<_> = (0..10)
-        .map(|i| swco::spawn(move || skynet(num + i * child, child)))
+        .map(|i| swco_executor::spawn(move || skynet(num + i * child, child)))
         .collect();
     handles.into_iter().map(|h| h.join().unwrap()).sum()
 }
@@ -635,14 +641,14 @@ fn skynet_100_000_leaves_exact_sum() {
 fn stolen_jobs_never_move_once_started() {
     fn node(depth: u32, ran: Arc<AtomicUsize>, moved: Arc<AtomicUsize>) -> u64 {
         ran.fetch_add(1, Ordering::SeqCst);
-        let here = swco::current_cpe().unwrap();
+        let here = swco_executor::current_cpe().unwrap();
         let check = |what: &str| {
-            if swco::current_cpe() != Some(here) {
+            if swco_executor::current_cpe() != Some(here) {
                 moved.fetch_add(1, Ordering::SeqCst);
                 panic!("moved after {what}");
             }
         };
-        swco::yield_now();
+        swco_executor::yield_now();
         check("yield");
         if depth == 0 {
             return 1;
@@ -651,7 +657,7 @@ fn stolen_jobs_never_move_once_started() {
         let kids: Vec<_> = (0..4)
             .map(|_| {
                 let (ran, moved, tx) = (ran.clone(), moved.clone(), tx.clone());
-                swco::spawn(move || {
+                swco_executor::spawn(move || {
                     let n = node(depth - 1, ran, moved);
                     tx.send(n).unwrap();
                 })
@@ -693,7 +699,7 @@ fn two_hundred_thousand_blocked_coroutines_all_finish() {
     const N: u64 = 200_000;
     let rt = Runtime::builder()
         .executors(2)
-        .stack_size(swco::MIN_STACK_SIZE)
+        .stack_size(swco_executor::MIN_STACK_SIZE)
         .build()
         .unwrap();
     let mut senders = Vec::with_capacity(N as usize);
@@ -790,7 +796,7 @@ fn shutdown_after_heavy_stealing_returns() {
             return 1;
         }
         let kids: Vec<_> = (0..4)
-            .map(|_| swco::spawn(move || tree(depth - 1)))
+            .map(|_| swco_executor::spawn(move || tree(depth - 1)))
             .collect();
         kids.into_iter().map(|h| h.join().unwrap()).sum()
     }

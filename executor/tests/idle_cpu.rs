@@ -21,7 +21,10 @@ const TICKS_PER_SECOND: f64 = 100.0; // USER_HZ on Linux
 
 #[test]
 fn sixty_four_idle_executors_burn_next_to_no_cpu() {
-    let rt = swco::Runtime::builder().executors(64).build().unwrap();
+    let rt = swco_executor::Runtime::builder()
+        .executors(64)
+        .build()
+        .unwrap();
     // Give every executor something to do once, so all have started and
     // gone back to sleep.
     let hs: Vec<_> = (0..64).map(|i| rt.spawn_on(i, || ()).unwrap()).collect();
