@@ -32,6 +32,7 @@ pub const PAPER_CPE_RECV: [f64; 3] = [1_950.0, 54_000.0, 791_000.0];
 /// xorshift64): the paper sends random integers, and generating them in the
 /// loop costs the same few cycles everywhere.
 #[inline(always)]
+#[must_use]
 pub fn xorshift(mut x: u64) -> u64 {
     x ^= x << 13;
     x ^= x >> 7;
@@ -40,6 +41,7 @@ pub fn xorshift(mut x: u64) -> u64 {
 }
 
 /// A distinct, non-zero xorshift seed for worker `i` of a run seeded `seed`.
+#[must_use]
 pub fn seed_of(seed: u64, i: usize) -> u64 {
     (seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1
 }
@@ -60,6 +62,7 @@ pub struct Span {
 /// CPU time used so far by the calling OS thread (a coroutine's executor or
 /// worker thread: the loops timed here never yield, so they stay on it).
 /// Zero where the clock is unavailable.
+#[must_use]
 pub fn thread_cpu_time() -> Duration {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -76,6 +79,7 @@ pub fn thread_cpu_time() -> Duration {
 
 /// A benchmark name for a [`System::label`]: its parts joined by `-`,
 /// leaving out the `-` placeholder (`swco-cas-packed`, `crossbeam-threads`).
+#[must_use]
 pub fn bench_name(label: [&str; 3]) -> String {
     label
         .iter()
@@ -260,6 +264,8 @@ impl May {
     /// Sets may's worker count (process-global; only the first use of may
     /// reads it) and returns it. One worker per core, which is may's own
     /// default, so may runs as its authors intend.
+    // Called for its effect; the count is there for those who print it.
+    #[allow(clippy::must_use_candidate)]
     pub fn configure() -> usize {
         let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
         may::config().set_workers(workers);
@@ -267,6 +273,10 @@ impl May {
     }
 
     /// Spawns `f` as a may coroutine queued on worker `id % workers`.
+    ///
+    /// # Panics
+    ///
+    /// If may cannot spawn the coroutine.
     pub fn spawn<T, F>(id: usize, f: F) -> may::coroutine::JoinHandle<T>
     where
         T: Send + 'static,
@@ -399,6 +409,10 @@ where
 /// A system whose [`batch`](System::batch) is k > 1 sends k values per
 /// [`send_many`](System::send_many) and receives up to k per
 /// [`recv_many`](System::recv_many); the figures stay per message.
+///
+/// # Panics
+///
+/// If a value is lost or invented, or a worker panics.
 pub fn table1_cell<S: System>(sys: &S, n: usize, m: usize, seed: u64) -> Sample {
     let (tx, rx) = sys.channel(n * m);
     let k = sys.batch();
@@ -496,6 +510,11 @@ pub fn table1_cell<S: System>(sys: &S, n: usize, m: usize, seed: u64) -> Sample 
 /// producer sends `messages / pairs` rounded up). Producer `i` is worker
 /// `2i`, its consumer `2i + 1`. With a small capacity most operations take
 /// the blocking path.
+///
+/// # Panics
+///
+/// If messages are lost (the sums sent and received differ), or a worker
+/// panics.
 pub fn throughput<S: System>(sys: &S, pairs: usize, capacity: usize, messages: u64) -> Duration {
     let per = messages.div_ceil(pairs as u64).max(1);
     let (tx, rx) = sys.channel(capacity);
@@ -542,6 +561,10 @@ pub fn throughput<S: System>(sys: &S, pairs: usize, capacity: usize, messages: u
 }
 
 /// The median of `v` (upper median for even lengths); NaN-free input.
+///
+/// # Panics
+///
+/// If `v` is empty or holds a NaN.
 pub fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[v.len() / 2]
@@ -575,6 +598,10 @@ pub const TABLE1_M: usize = 10_000;
 
 /// `iters` round trips between two workers of `sys` (worker 0 pings, worker
 /// 1 echoes) over two channels of capacity 1, timed by the pinger.
+///
+/// # Panics
+///
+/// If a reply is not the ping it answers, or a channel disconnects early.
 pub fn pingpong<S: System>(sys: &S, iters: u64) -> Duration {
     let (ping_tx, ping_rx) = sys.channel(1);
     let (pong_tx, pong_rx) = sys.channel(1);
@@ -599,6 +626,10 @@ pub fn pingpong<S: System>(sys: &S, iters: u64) -> Duration {
 
 /// `iters` round trips between the calling OS thread (pinging) and one
 /// worker of `sys` (echoing).
+///
+/// # Panics
+///
+/// If a reply is not the ping it answers, or a channel disconnects early.
 pub fn pingpong_from_thread<S: System>(sys: &S, iters: u64) -> Duration {
     let (ping_tx, ping_rx) = sys.channel(1);
     let (pong_tx, pong_rx) = sys.channel(1);
@@ -634,6 +665,10 @@ pub fn spawn_join<S: System>(sys: &S, count: usize, window: usize) -> Duration {
 /// `i + window` is spawned, and checks every result; returns the elapsed
 /// time. The loop behind [`spawn_join`] and the benches' spawn-from-inside
 /// variants.
+///
+/// # Panics
+///
+/// If a worker's result is not its index, or a worker panics.
 pub fn spawn_window<J: FnOnce() -> usize>(
     count: usize,
     window: usize,
@@ -657,6 +692,7 @@ pub fn spawn_window<J: FnOnce() -> usize>(
 /// The criterion settings every bench binary uses. No plots: drawing them
 /// costs about as much as a short benchmark, and the whole suite must finish
 /// in 15 minutes on 2 cores.
+#[must_use]
 pub fn criterion_config() -> criterion::Criterion {
     criterion::Criterion::default().without_plots()
 }
@@ -665,6 +701,11 @@ pub fn criterion_config() -> criterion::Criterion {
 /// and sending one more to its right, all spawned, one value passed from
 /// end to end, all joined. Measures spawning plus one blocking hand-off per
 /// worker.
+///
+/// # Panics
+///
+/// If the value does not arrive at the end of the chain intact, or a
+/// channel disconnects early.
 pub fn chain<S: System>(sys: &S, len: usize) -> Duration {
     let start = Instant::now();
     let (head, mut rx) = sys.channel(1);

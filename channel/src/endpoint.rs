@@ -37,6 +37,12 @@ pub struct Receiver<T, M: Mode, P: Protocol = Cas> {
 /// semantics: a send completes only when a receiver takes the message
 /// (`try_send` only if a receiver is already waiting), and `len()` is
 /// always 0.
+///
+/// # Panics
+///
+/// If `capacity` exceeds `usize::MAX / 4` (ring positions could no longer
+/// tell laps apart).
+#[must_use]
 pub fn bounded_in<T, M: Mode, P: Protocol>(
     capacity: usize,
 ) -> (Sender<T, M, P>, Receiver<T, M, P>) {
@@ -310,26 +316,31 @@ impl<T, M: Mode, P: Protocol> Sender<T, M, P> {
     }
 
     /// Number of messages in the channel.
+    #[must_use]
     pub fn len(&self) -> usize {
         self.chan.len()
     }
 
     /// Whether the channel holds no message.
+    #[must_use]
     pub fn is_empty(&self) -> bool {
         self.chan.len() == 0
     }
 
     /// Whether the channel is at capacity.
+    #[must_use]
     pub fn is_full(&self) -> bool {
         self.chan.len() == self.chan.capacity()
     }
 
     /// The channel's capacity: exactly what it was created with.
+    #[must_use]
     pub fn capacity(&self) -> usize {
         self.chan.capacity()
     }
 
     /// Whether every receiver (or every sender) is gone.
+    #[must_use]
     pub fn is_disconnected(&self) -> bool {
         self.chan.is_disconnected()
     }
@@ -415,36 +426,43 @@ impl<T, M: Mode, P: Protocol> Receiver<T, M, P> {
 
     /// A blocking iterator: yields messages until the channel is empty and
     /// every sender is gone.
+    #[must_use]
     pub fn iter(&self) -> Iter<'_, T, M, P> {
         Iter { rx: self }
     }
 
     /// A non-blocking iterator: yields the messages there are now.
+    #[must_use]
     pub fn try_iter(&self) -> TryIter<'_, T, M, P> {
         TryIter { rx: self }
     }
 
     /// Number of messages in the channel.
+    #[must_use]
     pub fn len(&self) -> usize {
         self.chan.len()
     }
 
     /// Whether the channel holds no message.
+    #[must_use]
     pub fn is_empty(&self) -> bool {
         self.chan.len() == 0
     }
 
     /// Whether the channel is at capacity.
+    #[must_use]
     pub fn is_full(&self) -> bool {
         self.chan.len() == self.chan.capacity()
     }
 
     /// The channel's capacity: exactly what it was created with.
+    #[must_use]
     pub fn capacity(&self) -> usize {
         self.chan.capacity()
     }
 
     /// Whether every sender (or every receiver) is gone.
+    #[must_use]
     pub fn is_disconnected(&self) -> bool {
         self.chan.is_disconnected()
     }

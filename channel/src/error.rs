@@ -91,10 +91,12 @@ impl<T> SendTimeoutError<T> {
 
 impl TryRecvError {
     /// Whether the channel was empty.
+    #[must_use]
     pub fn is_empty(&self) -> bool {
         matches!(self, TryRecvError::Empty)
     }
     /// Whether every sender is gone.
+    #[must_use]
     pub fn is_disconnected(&self) -> bool {
         matches!(self, TryRecvError::Disconnected)
     }
@@ -102,10 +104,12 @@ impl TryRecvError {
 
 impl RecvTimeoutError {
     /// Whether the receive timed out.
+    #[must_use]
     pub fn is_timeout(&self) -> bool {
         matches!(self, RecvTimeoutError::Timeout)
     }
     /// Whether every sender is gone.
+    #[must_use]
     pub fn is_disconnected(&self) -> bool {
         matches!(self, RecvTimeoutError::Disconnected)
     }

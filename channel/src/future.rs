@@ -284,6 +284,10 @@ impl<T, M: Mode, P: Protocol> Receiver<T, M, P> {
 /// let err = block_on(tx.send_async("bye".to_string())).unwrap_err();
 /// assert_eq!(err.into_inner(), "bye");
 /// ```
+///
+/// # Panics
+///
+/// Polling it again after it has returned `Poll::Ready` panics.
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct SendFuture<'a, T, M: Mode, P: Protocol = Cas> {
     tx: &'a Sender<T, M, P>,
@@ -513,6 +517,10 @@ impl<T, M: Mode, P: Protocol> fmt::Debug for SendFuture<'_, T, M, P> {
 /// let fut: RecvFuture<'_, u8, Spsc, Updt> = rx.recv_async();
 /// assert_eq!(block_on(fut), Ok(7));
 /// ```
+///
+/// # Panics
+///
+/// Polling it again after it has returned `Poll::Ready` panics.
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct RecvFuture<'a, T, M: Mode, P: Protocol = Cas> {
     rx: &'a Receiver<T, M, P>,

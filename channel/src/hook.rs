@@ -145,6 +145,9 @@ thread_local! {
 /// If a blocking operation on this thread is inside [`with_current`] (a
 /// coroutine parked in a channel operation, with another context running
 /// on the thread): the context it is using must outlive its park.
+// A setter: the previous hook is returned for those who restore it, and
+// may be ignored (as `HashMap::insert`'s old value may).
+#[allow(clippy::must_use_candidate)]
 pub fn set_current(hook: Option<Rc<dyn Park>>) -> Option<Rc<dyn Park>> {
     CURRENT.with(|c| {
         let mut current = c
@@ -171,6 +174,7 @@ pub fn discard_deferred_unwind() {
 }
 
 /// This thread's park context: the installed one, or the OS-thread parker.
+#[must_use]
 pub fn current() -> Rc<dyn Park> {
     let installed = CURRENT.with(|c| c.borrow().clone());
     installed.unwrap_or_else(|| THREAD.with(Rc::clone))

@@ -48,6 +48,8 @@ mod lock;
 mod rendezvous;
 mod ring;
 mod select;
+// Public (hidden) because swco-executor builds on the same shim in every
+// build, not only for loom; see `sync`'s module docs.
 #[doc(hidden)]
 pub mod sync;
 pub mod updt;
@@ -200,6 +202,11 @@ macro_rules! mode_module {
             /// A `capacity` of 0 makes a rendezvous channel: a send completes
             /// only when a receiver takes the message, as on Go's unbuffered
             /// channels.
+            ///
+            /// # Panics
+            ///
+            /// If `capacity` exceeds `usize::MAX / 4` (ring positions could no
+            /// longer tell laps apart).
             pub fn bounded<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
                 crate::bounded_in(capacity)
             }
@@ -210,6 +217,11 @@ macro_rules! mode_module {
             /// A `capacity` of 0 makes a rendezvous channel: a send completes
             /// only when a receiver takes the message, as on Go's unbuffered
             /// channels.
+            ///
+            /// # Panics
+            ///
+            /// If `capacity` exceeds `usize::MAX / 4` (ring positions could no
+            /// longer tell laps apart).
             pub fn bounded_with<T, P: Protocol>(capacity: usize) -> (Sender<T, P>, Receiver<T, P>) {
                 crate::bounded_in(capacity)
             }

@@ -165,6 +165,7 @@ pub struct RecvArm<'a, T, M: Mode, P: Protocol> {
 impl<'a, T, M: Mode, P: Protocol> RecvArm<'a, T, M, P> {
     /// A receive on `rx`.
     #[inline]
+    #[must_use]
     pub fn new(rx: &'a Receiver<T, M, P>) -> Self {
         RecvArm {
             rx,
@@ -441,6 +442,7 @@ pub enum Wait {
 impl Wait {
     /// For at most `timeout` (for ever if that is too far to represent).
     #[inline]
+    #[must_use]
     pub fn timeout(timeout: Duration) -> Wait {
         match Instant::now().checked_add(timeout) {
             Some(deadline) => Wait::Until(deadline),
@@ -795,6 +797,7 @@ impl std::error::Error for ReadyTimeoutError {}
 impl<'a> Select<'a> {
     /// An empty set; when several operations are ready, a random one is
     /// selected.
+    #[must_use]
     pub fn new() -> Self {
         Select {
             ops: Vec::new(),
@@ -805,6 +808,7 @@ impl<'a> Select<'a> {
 
     /// An empty set that, when several operations are ready, selects the
     /// one added first.
+    #[must_use]
     pub fn new_biased() -> Self {
         Select {
             biased: true,
@@ -895,6 +899,8 @@ impl<'a> Select<'a> {
 
     /// Waits until an operation is selected. With no operations, waits for
     /// ever.
+    // The `expect` states an internal invariant; callers cannot reach it.
+    #[allow(clippy::missing_panics_doc)]
     pub fn select(&mut self) -> SelectedOperation<'_> {
         let i = self
             .run(Wait::Forever, true)
@@ -971,6 +977,8 @@ impl<'a> Select<'a> {
     /// Waits until an operation is ready and returns its index, without
     /// performing it. (By the time the caller performs it, it may no longer
     /// be ready.)
+    // The `expect` states an internal invariant; callers cannot reach it.
+    #[allow(clippy::missing_panics_doc)]
     pub fn ready(&mut self) -> usize {
         self.run(Wait::Forever, false)
             .expect("a wait without deadline returns ready")
@@ -1022,6 +1030,7 @@ impl fmt::Debug for Select<'_> {
 impl SelectedOperation<'_> {
     /// The index [`Select::recv`] or [`Select::send`] returned for this
     /// operation.
+    #[must_use]
     pub fn index(&self) -> usize {
         self.index
     }

@@ -129,9 +129,11 @@ mod imp {
     pub struct Unparker(crossbeam_utils::sync::Unparker);
 
     impl Parker {
+        #[must_use]
         pub fn new() -> Self {
             Parker(crossbeam_utils::sync::Parker::new())
         }
+        #[must_use]
         pub fn unparker(&self) -> Unparker {
             Unparker(self.0.unparker().clone())
         }

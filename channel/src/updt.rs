@@ -40,8 +40,8 @@
 //!    was preempted).
 //!
 //! What the paper's Figure 6 gets wrong, and what the channel built on this
-//! claim (see `claim/updt.rs`) does instead: the paper checks `full` before
-//! claiming and never re-checks, so two producers that both saw room can
+//! claim (see `claim/updt_cursor.rs`) does instead: the paper checks `full`
+//! before claiming and never re-checks, so two producers that both saw room can
 //! overfill the ring; here the holder checks the slot (its stamp) *after*
 //! winning and undoes the claim if the ring is full. And the paper publishes
 //! nothing per slot, so the critical section must cover the copy; here a
@@ -82,6 +82,7 @@ pub struct UpdtCell(AtomicUsize);
 
 impl UpdtCell {
     /// A word holding `value`.
+    #[must_use]
     pub fn new(value: usize) -> Self {
         UpdtCell(AtomicUsize::new(value))
     }
@@ -135,6 +136,7 @@ impl Default for UpdtClaim {
 
 impl UpdtClaim {
     /// A claim that nobody holds.
+    #[must_use]
     pub fn new() -> Self {
         UpdtClaim {
             claims: UpdtCell::new(0),

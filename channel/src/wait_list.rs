@@ -446,11 +446,11 @@ impl<const LONE_WAKER: bool> WaiterSlot<LONE_WAKER> {
     /// has since loaded `waiting = 1`.
     #[inline]
     fn wake_waiter(&self) {
-        // SAFETY: we counted ourselves in before loading `waiting = 1`, so the
-        // waiter side does not write `waker` until we count ourselves out (see
-        // `quiesce`), and our Acquire load of `waiting` ordered us after its
-        // last write.
         self.waker.with(|w| {
+            // SAFETY: we counted ourselves in before loading `waiting = 1`, so
+            // the waiter side does not write `waker` until we count ourselves
+            // out (see `quiesce`), and our Acquire load of `waiting` ordered
+            // us after its last write.
             if let Some(waker) = unsafe { &*w } {
                 waker.wake_by_ref();
             }
@@ -558,11 +558,11 @@ impl<const LONE_WAKER: bool> Waiters for WaiterSlot<LONE_WAKER> {
         // queued future of the same task would then wake the task again, for
         // ever. A queued waiter was taken off the queue by the wake, if any.
         matches!(ticket, SlotTicket::Slot)
-            // SAFETY: as in `register`: we are the waiter side, the only
-            // writer of the cell.
-            && self
-                .waker
-                .with(|w| unsafe { &*w }.as_ref().is_some_and(|w| park.will_wake(w)))
+            && self.waker.with(|w| {
+                // SAFETY: as in `register`: we are the waiter side, the only
+                // writer of the cell.
+                unsafe { &*w }.as_ref().is_some_and(|w| park.will_wake(w))
+            })
     }
 
     #[inline]

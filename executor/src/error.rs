@@ -116,6 +116,7 @@ pub struct ShutdownTimeout {
 
 impl ShutdownTimeout {
     /// Total number of coroutines that were still live.
+    #[must_use]
     pub fn total(&self) -> usize {
         self.blocked.iter().sum()
     }

@@ -92,7 +92,9 @@ impl<J> Default for InboxQueue<J> {
 }
 
 impl<J> InboxQueue<J> {
-    /// Whether nothing is queued.
+    /// Whether nothing is queued (for the loom models).
+    #[cfg(loom)]
+    #[must_use]
     pub fn is_empty(&self) -> bool {
         self.spawns.is_empty() && self.wakes.is_empty()
     }
@@ -135,6 +137,7 @@ unsafe impl<J: Send> Sync for Inbox<J> {}
 
 impl<J> Inbox<J> {
     /// An empty inbox that wakes its executor through `unparker`.
+    #[must_use]
     pub fn new(unparker: Unparker) -> Self {
         Inbox {
             head: AtomicUsize::new(EMPTY),

@@ -73,18 +73,21 @@ impl JoinError {
     }
 
     /// Whether the coroutine panicked.
+    #[must_use]
     pub fn is_panic(&self) -> bool {
         matches!(self.reason, Reason::Panic(_))
     }
 
     /// Whether the coroutine was cancelled before it finished (a
     /// [`shutdown_timeout`](crate::Runtime::shutdown_timeout) expired).
+    #[must_use]
     pub fn is_cancelled(&self) -> bool {
         matches!(self.reason, Reason::Cancelled)
     }
 
     /// Whether the coroutine was never run because the runtime had already
     /// shut down.
+    #[must_use]
     pub fn is_shut_down(&self) -> bool {
         matches!(self.reason, Reason::ShutDown)
     }
@@ -92,12 +95,14 @@ impl JoinError {
     /// Whether the coroutine was refused when it reached its executor: no
     /// stack could be mapped for it (out of memory or address space, or the
     /// kernel's limit on mappings). [`Display`](fmt::Display) says why.
+    #[must_use]
     pub fn is_refused(&self) -> bool {
         matches!(self.reason, Reason::Refused(_))
     }
 
     /// The panic message, if the coroutine panicked with a string payload
     /// (`"Box<dyn Any>"` for other payloads).
+    #[must_use]
     pub fn panic_message(&self) -> Option<&str> {
         match &self.reason {
             Reason::Panic(m) => Some(m),
@@ -133,6 +138,7 @@ pub struct JoinSlot<T> {
 
 impl<T> JoinSlot<T> {
     /// A new, empty slot, with its producing and consuming ends.
+    #[must_use]
     pub fn pair() -> (Completer<T>, JoinHandle<T>) {
         let slot = Arc::new(JoinSlot {
             state: Mutex::new(SlotState {
@@ -213,11 +219,15 @@ impl<T> JoinHandle<T> {
 
     /// The index of the executor (CPE) the coroutine was placed on; `None`
     /// if it was never placed (the runtime was shut down).
+    #[must_use]
     pub fn cpe(&self) -> Option<usize> {
         self.cpe
     }
 
     /// Whether the coroutine has finished (its result is ready).
+    // The lock is never poisoned: nothing panics while holding it.
+    #[allow(clippy::missing_panics_doc)]
+    #[must_use]
     pub fn is_finished(&self) -> bool {
         self.slot.state.lock().unwrap().done
     }
@@ -231,6 +241,8 @@ impl<T> JoinHandle<T> {
     ///
     /// [`JoinError`] if the coroutine panicked (carrying the panic message),
     /// was cancelled by a shutdown timeout, or was spawned after shutdown.
+    // The lock is never poisoned: nothing panics while holding it.
+    #[allow(clippy::missing_panics_doc)]
     pub fn join(self) -> Result<T, JoinError> {
         let park = hook::current();
         loop {

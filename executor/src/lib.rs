@@ -74,7 +74,9 @@ pub use stats::{ExecutorStats, Stats};
 
 /// The executor's synchronisation cores, exposed for loom models only: the
 /// per-coroutine wake state machine, the inbox hand-off and the join-handle
-/// hand-off. Not part of the supported API.
+/// hand-off. Not part of the supported API, and absent from normal builds:
+/// it exists only under `--cfg loom` (the `swco-loom-tests` models).
+#[cfg(loom)]
 #[doc(hidden)]
 pub mod model {
     pub use crate::inbox::{Inbox, InboxQueue};

@@ -80,6 +80,7 @@ impl Default for RuntimeBuilder {
 impl RuntimeBuilder {
     /// A builder with the defaults: 64 executors, 64 KiB stacks, local
     /// placement with stealing.
+    #[must_use]
     pub fn new() -> Self {
         Self::default()
     }
@@ -87,6 +88,7 @@ impl RuntimeBuilder {
     /// The number of CPE executors (OS threads, named `swco-cpe-<i>`).
     /// Zero is a [`BuildError::NoExecutors`], more than [`MAX_EXECUTORS`] a
     /// [`BuildError::TooManyExecutors`].
+    #[must_use]
     pub fn executors(mut self, n: usize) -> Self {
         self.executors = n;
         self
@@ -95,6 +97,7 @@ impl RuntimeBuilder {
     /// Usable bytes per coroutine stack (rounded up to whole pages; a guard
     /// page is added below). Less than [`MIN_STACK_SIZE`] is a
     /// [`BuildError::StackTooSmall`].
+    #[must_use]
     pub fn stack_size(mut self, bytes: usize) -> Self {
         self.stack_size = bytes;
         self
@@ -107,6 +110,7 @@ impl RuntimeBuilder {
     /// the kernel's support for guard regions. An explicit
     /// `GuardRegion` on a kernel without them (before Linux 6.13) is a
     /// [`BuildError::StackTooLarge`] naming the cause.
+    #[must_use]
     pub fn guard_pages(mut self, how: stack::GuardPages) -> Self {
         self.guard_pages = how;
         self
@@ -116,12 +120,14 @@ impl RuntimeBuilder {
     /// a spawn beyond it is refused (`JoinError::is_refused`). For tests of
     /// spawn failure; unlimited by default.
     #[doc(hidden)]
+    #[must_use]
     pub fn max_stacks(mut self, per_executor: usize) -> Self {
         self.max_stacks = per_executor;
         self
     }
 
     /// The placement policy of [`Runtime::spawn`].
+    #[must_use]
     pub fn placement(mut self, placement: Placement) -> Self {
         self.placement = placement;
         self
@@ -141,6 +147,8 @@ impl RuntimeBuilder {
     ///
     /// [`BuildError`] for zero executors, a stack below [`MIN_STACK_SIZE`] or
     /// too large to map, or a failure to start a thread.
+    // The lock is never poisoned: nothing panics while holding it.
+    #[allow(clippy::missing_panics_doc)]
     pub fn build(self) -> Result<Runtime, BuildError> {
         if self.executors == 0 {
             return Err(BuildError::NoExecutors);
@@ -238,6 +246,7 @@ pub struct Runtime {
 
 impl Runtime {
     /// A builder, to configure executors, stack size and placement.
+    #[must_use]
     pub fn builder() -> RuntimeBuilder {
         RuntimeBuilder::new()
     }
@@ -348,8 +357,9 @@ impl Runtime {
     ///
     /// # Panics
     ///
-    /// If called from inside one of this runtime's coroutines (it would wait
-    /// for itself).
+    /// If called on one of this runtime's own executor threads — from inside
+    /// one of its coroutines, or a panic hook running there — since it would
+    /// wait for itself.
     pub fn shutdown(&self) {
         let _ = self.shutdown_until(None);
     }
@@ -376,7 +386,8 @@ impl Runtime {
     ///
     /// # Panics
     ///
-    /// If called from inside one of this runtime's coroutines.
+    /// If called on one of this runtime's own executor threads, as
+    /// [`shutdown`](Runtime::shutdown).
     pub fn shutdown_timeout(&self, timeout: Duration) -> Result<(), ShutdownTimeout> {
         // A timeout too large to represent (`Duration::MAX`) waits for ever.
         self.shutdown_until(Instant::now().checked_add(timeout))
@@ -616,6 +627,8 @@ pub fn sleep(duration: Duration) {
 /// Suspends the current coroutine until `deadline` (at once if it has
 /// passed), on its executor's timer; see [`sleep`]. Outside a coroutine it
 /// sleeps the OS thread.
+// The `expect` states an internal invariant; callers cannot reach it.
+#[allow(clippy::missing_panics_doc)]
 pub fn sleep_until(deadline: Instant) {
     loop {
         let now = Instant::now();
@@ -643,6 +656,7 @@ pub fn sleep_until(deadline: Instant) {
 
 /// The index of the executor (CPE) running the current coroutine; `None`
 /// outside a coroutine.
+#[must_use]
 pub fn current_cpe() -> Option<usize> {
     Local::current()
         .filter(|l| l.in_coroutine())

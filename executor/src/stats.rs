@@ -43,6 +43,7 @@ pub struct Stats {
 
 impl Stats {
     /// The counters summed over all executors.
+    #[must_use]
     pub fn total(&self) -> ExecutorStats {
         self.executors
             .iter()

@@ -39,6 +39,7 @@ impl Default for WakeState {
 
 impl WakeState {
     /// A fresh state: running (about to be run), nothing pending.
+    #[must_use]
     pub fn new() -> Self {
         WakeState(AtomicU32::new(RUNNING))
     }
@@ -101,7 +102,9 @@ impl WakeState {
             .is_ok()
     }
 
-    /// Whether the coroutine is parked (for assertions and tests).
+    /// Whether the coroutine is parked (for the loom models' assertions).
+    #[cfg(loom)]
+    #[must_use]
     pub fn is_waiting(&self) -> bool {
         // Relaxed: a snapshot for diagnostics only.
         self.0.load(Ordering::Relaxed) == WAITING

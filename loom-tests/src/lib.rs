@@ -22,5 +22,5 @@
 //! * `tests/paper.rs` — the seed paper's Figures 5 and 6 as printed, and the
 //!   counterexamples loom finds in them.
 //!
-//! See the "Model checking" section of the workspace README for the table of
-//! models, their preemption bounds and the suite's wall time.
+//! See `loom-tests/README.md` for the table of models, what each proves, their
+//! preemption bounds and the suite's wall time.

@@ -11,11 +11,11 @@
 
 mod cas;
 mod single;
-mod updt;
+mod updt_cursor;
 
 pub use cas::CasCursor;
 pub use single::Single;
-pub use updt::UpdtCursor;
+pub use updt_cursor::UpdtCursor;
 
 use crate::ring::{Ring, Turn};
 
