@@ -9,7 +9,7 @@
 //! cargo run --release -p swco-bench --example table1 [-- --quick] [--reps R] [--m M] [--out DIR]
 //! ```
 //!
-//! The experiment (docs/design.md, "How Table 1 is measured"): the channel
+//! The experiment (docs/DESIGN.md, "How Table 1 is measured"): the channel
 //! holds all n·m messages, so nothing blocks; n producers each send m
 //! xorshift values and time their own loop; then n consumers each receive m
 //! and time theirs. `send_ns` is the mean over producers of elapsed/m (the
