@@ -57,7 +57,12 @@ use std::rc::Rc;
 use std::task::{Wake, Waker};
 use std::time::Instant;
 
-use crate::sync::{thread_local, Parker, Unparker};
+use crate::sync::thread_local;
+/// The thread parker the default hook blocks with: crossbeam-utils' token
+/// parker, or under `--cfg loom` one the model checker sees. The swco
+/// executor parks its threads with it too, so both choose `std` or loom in
+/// one place.
+pub use crate::sync::{Parker, Unparker};
 
 /// How the current thread (or coroutine) blocks and is woken.
 pub trait Park {
@@ -160,7 +165,6 @@ pub fn set_current(hook: Option<Rc<dyn Park>>) -> Option<Rc<dyn Park>> {
 /// For executors: goes on with an unwinding (a cancellation) that a
 /// rendezvous receive on this thread put off because it had already been
 /// handed its message. Call before suspending a coroutine.
-#[doc(hidden)]
 pub fn resume_deferred_unwind() {
     crate::rendezvous::rethrow_deferred();
 }
@@ -168,7 +172,6 @@ pub fn resume_deferred_unwind() {
 /// For executors: forgets an unwinding put off as for
 /// [`resume_deferred_unwind`], when the coroutine finished without
 /// suspending again (it completed, so there is nothing left to cancel).
-#[doc(hidden)]
 pub fn discard_deferred_unwind() {
     crate::rendezvous::discard_deferred();
 }

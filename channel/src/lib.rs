@@ -48,10 +48,7 @@ mod lock;
 mod rendezvous;
 mod ring;
 mod select;
-// Public (hidden) because swco-executor builds on the same shim in every
-// build, not only for loom; see `sync`'s module docs.
-#[doc(hidden)]
-pub mod sync;
+mod sync;
 pub mod updt;
 mod wait_list;
 

@@ -6,13 +6,14 @@
 //! checker at once. Nothing else in the crate names `std::sync::atomic` or
 //! `loom` directly.
 //!
-//! This module is public only so that the sibling crates of the workspace can
-//! share it; it is not part of the supported API.
+//! The module is private. Its thread parker is the one piece other crates
+//! use: `hook::Parker` re-exports it, so the executor's threads park the way
+//! a blocked channel user does, under loom too.
 
 #[cfg(loom)]
 mod imp {
-    pub use loom::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
-    pub use loom::sync::{Arc, Mutex, MutexGuard};
+    pub use loom::sync::atomic::{fence, AtomicBool, AtomicUsize};
+    pub use loom::sync::Arc;
     pub use loom::thread_local;
 
     /// Loom's cell: every access is tracked, so an unsynchronised read of a
@@ -52,11 +53,13 @@ mod imp {
     }
 
     impl Parker {
+        /// A parker with no token.
         pub fn new() -> Self {
             Parker {
                 notify: std::sync::Arc::new(loom::sync::Notify::new()),
             }
         }
+        /// The handle that wakes this parker, from any thread.
         pub fn unparker(&self) -> Unparker {
             Unparker {
                 notify: self.notify.clone(),
@@ -75,6 +78,7 @@ mod imp {
     }
 
     impl Unparker {
+        /// Leaves a token, waking the parker if it is parked.
         pub fn unpark(&self) {
             self.notify.notify();
         }
@@ -83,8 +87,8 @@ mod imp {
 
 #[cfg(not(loom))]
 mod imp {
-    pub use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
-    pub use std::sync::{Arc, Mutex, MutexGuard};
+    pub use std::sync::atomic::{fence, AtomicBool, AtomicUsize};
+    pub use std::sync::Arc;
     pub use std::thread_local;
 
     /// `std`'s `UnsafeCell` with loom's closure-based access API, so the same
@@ -129,14 +133,18 @@ mod imp {
     pub struct Unparker(crossbeam_utils::sync::Unparker);
 
     impl Parker {
+        /// A parker with no token.
         #[must_use]
         pub fn new() -> Self {
             Parker(crossbeam_utils::sync::Parker::new())
         }
+        /// The handle that wakes this parker, from any thread.
         #[must_use]
         pub fn unparker(&self) -> Unparker {
             Unparker(self.0.unparker().clone())
         }
+        /// Blocks the thread until a token is there (consuming it) or the
+        /// deadline passes; may return spuriously.
         pub fn park(&self, deadline: Option<std::time::Instant>) {
             match deadline {
                 None => self.0.park(),
@@ -146,6 +154,7 @@ mod imp {
     }
 
     impl Unparker {
+        /// Leaves a token, waking the parker if it is parked.
         pub fn unpark(&self) {
             self.0.unpark();
         }

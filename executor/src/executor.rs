@@ -35,9 +35,9 @@ use std::sync::Arc;
 use std::task::Wake;
 use std::time::Instant;
 
+use crate::sync::Parker;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use crossbeam_deque::{Steal, Worker};
-use swco_channel::sync::Parker;
 
 use crate::inbox::InboxQueue;
 use crate::job::{Cancelled, Job, Start};

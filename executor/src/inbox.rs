@@ -55,7 +55,7 @@
 //! * Pushes come out in arrival order: the list is newest first, and the
 //!   drain reverses what it took.
 //!
-//! The module only uses [`swco_channel::sync`], so it compiles under
+//! The module only uses the crate's `sync` shim, so it compiles under
 //! `--cfg loom`, and the hand-off (never slept through, never lost,
 //! delivered once and in order, nodes read only after they were published)
 //! is model-checked against a parking executor in
@@ -66,7 +66,7 @@ use std::mem::ManuallyDrop;
 use std::ptr;
 use std::time::Instant;
 
-use swco_channel::sync::{AtomicUsize, Ordering, Parker, Unparker, UnsafeCell};
+use crate::sync::{AtomicUsize, Ordering, Parker, Unparker, UnsafeCell};
 
 /// `head`: nothing queued, executor awake.
 const EMPTY: usize = 0;

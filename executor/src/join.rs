@@ -13,14 +13,14 @@
 //!
 //! Blocking goes through the channel crate's park hook, so `join` suspends
 //! only the calling coroutine on an executor thread and parks a plain thread
-//! otherwise. The module only uses [`swco_channel::sync`] and compiles under
+//! otherwise. The module only uses the crate's `sync` shim and compiles under
 //! `--cfg loom`.
 
 use std::fmt;
 use std::task::Waker;
 
+use crate::sync::{Arc, Mutex};
 use swco_channel::hook;
-use swco_channel::sync::{Arc, Mutex};
 
 /// Why a coroutine produced no value.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -54,6 +54,7 @@ mod spawning;
 mod stack;
 #[cfg(not(loom))]
 mod stats;
+mod sync;
 #[cfg(not(loom))]
 mod task;
 
@@ -77,7 +78,6 @@ pub use stats::{ExecutorStats, Stats};
 /// hand-off. Not part of the supported API, and absent from normal builds:
 /// it exists only under `--cfg loom` (the `swco-loom-tests` models).
 #[cfg(loom)]
-#[doc(hidden)]
 pub mod model {
     pub use crate::inbox::{Inbox, InboxQueue};
     pub use crate::join::{Completer, JoinSlot};

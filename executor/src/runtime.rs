@@ -16,7 +16,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use swco_channel::sync::Parker;
+use crate::sync::Parker;
 
 use crate::error::{BuildError, ShutdownTimeout, SpawnError};
 use crate::executor::{self, Local};

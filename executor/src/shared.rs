@@ -17,9 +17,9 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
+use crate::sync::Unparker;
 use crossbeam_deque::{Stealer, Worker};
 use crossbeam_utils::CachePadded;
-use swco_channel::sync::Unparker;
 
 use crate::inbox::Inbox;
 use crate::job::Job;

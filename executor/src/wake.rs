@@ -14,10 +14,10 @@
 //!   registered its waker but not suspended yet) leaves `NOTIFIED` behind, and
 //!   the next `prepare_park` returns `false` instead of suspending.
 //!
-//! The module only uses [`swco_channel::sync`], so it compiles under
+//! The module only uses the crate's `sync` shim, so it compiles under
 //! `--cfg loom` and can be model-checked with loom threads.
 
-use swco_channel::sync::{AtomicU32, Ordering};
+use crate::sync::{AtomicU32, Ordering};
 
 /// Running, or runnable and queued; no wake pending.
 const RUNNING: u32 = 0;

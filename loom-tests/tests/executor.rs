@@ -13,7 +13,7 @@ mod common;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use swco_channel::sync::Parker;
+use swco_channel::hook::Parker;
 use swco_executor::model::{Inbox, InboxQueue, JoinSlot, WakeState};
 
 /// A wake racing with the coroutine's own park is never lost: either the park
