@@ -13,6 +13,9 @@ pub struct ExecutorStats {
     /// Coroutines created on this executor.
     pub spawned: u64,
     /// Coroutines that finished here (returned, panicked or were cancelled).
+    /// Counted once the coroutine's stack is back in the pool, which can be
+    /// just after its `join` returned: read it after `Runtime::shutdown`
+    /// for an exact total.
     pub finished: u64,
     /// Coroutine resumptions.
     pub context_switches: u64,
