@@ -293,14 +293,35 @@ impl<T, M: Mode, P: Protocol> Sender<T, M, P> {
     }
 }
 
-/// Room for `max` messages in `out`, reserved before any claim (a
-/// reallocation may panic, and must not happen inside one), into which the
-/// channel moves messages straight from its slots; returns `max` capped by
-/// what one claim can take.
-fn reserve<T, M: Mode, P: Protocol>(chan: &Chan<T, M, P>, out: &mut Vec<T>, max: usize) -> usize {
+/// Appends to `out` what `take` moves straight into its spare capacity:
+/// `take` gets the destination and a cap (`max`, capped by what one claim
+/// can take) and returns how many messages it moved. The room is reserved
+/// before `take` runs, so nothing reallocates (or unwinds) inside a claim.
+/// `max == 0` appends nothing and succeeds.
+///
+/// # Safety
+/// `take` writes exactly as many messages as it returns `Ok` with, at most
+/// its cap, contiguously from the destination; on `Err` (or unwinding) it
+/// writes none.
+unsafe fn append<T, M: Mode, P: Protocol, E>(
+    chan: &Chan<T, M, P>,
+    out: &mut Vec<T>,
+    max: usize,
+    take: impl FnOnce(*mut T, usize) -> Result<usize, E>,
+) -> Result<usize, E> {
+    if max == 0 {
+        return Ok(0);
+    }
     let max = max.min(chan.capacity().max(1));
     out.reserve(max);
-    max
+    // SAFETY: the room for `max` more after `len` was just reserved and lies
+    // outside the channel; the caller vouches that `take` initialises
+    // exactly the `k` that `set_len` covers.
+    unsafe {
+        let k = take(out.as_mut_ptr().add(out.len()), max)?;
+        out.set_len(out.len() + k);
+        Ok(k)
+    }
 }
 
 impl<T, M: Mode, P: Protocol> Receiver<T, M, P> {
@@ -346,18 +367,12 @@ impl<T, M: Mode, P: Protocol> Receiver<T, M, P> {
     /// * [`TryRecvError::Disconnected`] if the channel is empty and every
     ///   sender is gone. Messages sent before that are still received first.
     pub fn try_recv_batch(&self, out: &mut Vec<T>, max: usize) -> Result<usize, TryRecvError> {
-        if max == 0 {
-            return Ok(0);
-        }
-        let max = reserve(&self.chan, out, max);
-        // SAFETY: `reserve` made room for `max` more after `len`, outside
-        // the channel; `set_len` covers exactly the `k` moved in.
+        // SAFETY: `try_recv_into` moves `k <= max` messages to `dst` and
+        // returns `Ok(k)`, or moves none and fails.
         unsafe {
-            let k = self
-                .chan
-                .try_recv_into(out.as_mut_ptr().add(out.len()), max)?;
-            out.set_len(out.len() + k);
-            Ok(k)
+            append(&self.chan, out, max, |dst, max| {
+                self.chan.try_recv_into(dst, max)
+            })
         }
     }
 
@@ -410,18 +425,12 @@ impl<T, M: Mode, P: Protocol> Receiver<T, M, P> {
         max: usize,
         deadline: Option<Instant>,
     ) -> Result<usize, RecvTimeoutError> {
-        if max == 0 {
-            return Ok(0);
-        }
-        let max = reserve(&self.chan, out, max);
-        // SAFETY: as in `try_recv_batch`. If a blocked receiver unwinds out
-        // of its park, nothing was moved in and `len` is unchanged.
+        // SAFETY: as in `try_recv_batch`, for `recv_into`. If a blocked
+        // receiver unwinds out of its park, nothing was moved in.
         unsafe {
-            let k = self
-                .chan
-                .recv_into(out.as_mut_ptr().add(out.len()), max, deadline)?;
-            out.set_len(out.len() + k);
-            Ok(k)
+            append(&self.chan, out, max, |dst, max| {
+                self.chan.recv_into(dst, max, deadline)
+            })
         }
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use common::{Census, Counted};
+use common::{assert_each_received_once, Census, Counted, FifoPerProducer};
 use swco_channel::{
     mpmc, mpsc, spmc, spsc, Cas, Mode, Protocol, Receiver, RecvTimeoutError, SendTimeoutError,
     Sender, TryRecvError, TrySendError, Updt,
@@ -65,8 +65,7 @@ fn run<M: Mode, P: Protocol>(
             .enumerate()
             .map(|(c, rx)| {
                 s.spawn(move || {
-                    let mut got = Vec::new();
-                    let mut last = vec![None::<usize>; producers];
+                    let mut seen = FifoPerProducer::new(producers);
                     let mut batch = Vec::new();
                     let mut round = c;
                     loop {
@@ -81,29 +80,18 @@ fn run<M: Mode, P: Protocol>(
                             Err(_) => break,
                         }
                         for msg in batch.drain(..) {
-                            let (p, seq) = msg.value;
-                            if let Some(prev) = last[p] {
-                                assert!(seq > prev, "producer {p}: {seq} after {prev}");
-                            }
-                            last[p] = Some(seq);
-                            got.push((p, seq));
+                            seen.record(msg.value);
                         }
                     }
-                    got
+                    seen.got
                 })
             })
             .collect();
-        let mut seen = vec![vec![0u8; per_producer]; producers];
-        for h in handles {
-            for (p, seq) in h.join().unwrap() {
-                seen[p][seq] += 1;
-            }
-        }
-        for (p, row) in seen.iter().enumerate() {
-            for (seq, &n) in row.iter().enumerate() {
-                assert_eq!(n, 1, "producer {p} message {seq} received {n} times");
-            }
-        }
+        assert_each_received_once(
+            handles.into_iter().map(|h| h.join().unwrap()),
+            producers,
+            per_producer,
+        );
     });
     assert_eq!(census.made(), producers * per_producer);
     assert_eq!(census.dropped(), census.made(), "leaked or double-dropped");

@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 use std::thread;
 
-use common::{Census, Counted};
+use common::{assert_each_received_once, Census, Counted, FifoPerProducer};
 use swco_channel::{mpmc, mpsc, spmc, spsc, Cas, Mode, Protocol, Receiver, Sender, Updt};
 
 type Msg = Counted<(usize, usize)>;
@@ -38,33 +38,21 @@ fn run<M: Mode, P: Protocol>(
             .into_iter()
             .map(|rx| {
                 s.spawn(move || {
-                    let mut got = Vec::new();
-                    let mut last = vec![None::<usize>; producers];
+                    let mut seen = FifoPerProducer::new(producers);
                     for msg in rx.iter() {
                         let len = rx.len();
                         assert!(len <= capacity, "len {len} > capacity {capacity}");
-                        let (p, seq) = msg.value;
-                        if let Some(prev) = last[p] {
-                            assert!(seq > prev, "producer {p}: {seq} after {prev}");
-                        }
-                        last[p] = Some(seq);
-                        got.push((p, seq));
+                        seen.record(msg.value);
                     }
-                    got
+                    seen.got
                 })
             })
             .collect();
-        let mut seen = vec![vec![0u8; per_producer]; producers];
-        for h in handles {
-            for (p, seq) in h.join().unwrap() {
-                seen[p][seq] += 1;
-            }
-        }
-        for (p, row) in seen.iter().enumerate() {
-            for (seq, &n) in row.iter().enumerate() {
-                assert_eq!(n, 1, "producer {p} message {seq} received {n} times");
-            }
-        }
+        assert_each_received_once(
+            handles.into_iter().map(|h| h.join().unwrap()),
+            producers,
+            per_producer,
+        );
     });
     assert_eq!(census.made(), producers * per_producer);
     assert_eq!(census.dropped(), census.made(), "leaked or double-dropped");

@@ -171,3 +171,46 @@ impl ParkProbe {
         self.timed_out.load(Ordering::SeqCst)
     }
 }
+
+/// What one consumer saw of `(producer, sequence)` messages: checks, as
+/// they arrive, that each producer's come in the order they were sent.
+pub struct FifoPerProducer {
+    last: Vec<Option<usize>>,
+    pub got: Vec<(usize, usize)>,
+}
+
+impl FifoPerProducer {
+    pub fn new(producers: usize) -> Self {
+        FifoPerProducer {
+            last: vec![None; producers],
+            got: Vec::new(),
+        }
+    }
+
+    /// Records message `seq` of producer `p`; panics if it came out of order.
+    pub fn record(&mut self, (p, seq): (usize, usize)) {
+        if let Some(prev) = self.last[p] {
+            assert!(seq > prev, "producer {p}: {seq} after {prev}");
+        }
+        self.last[p] = Some(seq);
+        self.got.push((p, seq));
+    }
+}
+
+/// Every one of `per_producer` messages from each of `producers` was
+/// received exactly once, over all the consumers' records.
+pub fn assert_each_received_once(
+    received: impl IntoIterator<Item = Vec<(usize, usize)>>,
+    producers: usize,
+    per_producer: usize,
+) {
+    let mut seen = vec![vec![0u8; per_producer]; producers];
+    for (p, seq) in received.into_iter().flatten() {
+        seen[p][seq] += 1;
+    }
+    for (p, row) in seen.iter().enumerate() {
+        for (seq, &n) in row.iter().enumerate() {
+            assert_eq!(n, 1, "producer {p} message {seq} received {n} times");
+        }
+    }
+}
