@@ -457,7 +457,8 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
 
     /// Moves up to `max` (at least 1) messages to `dst`, blocking while the
     /// ring is empty, until `deadline` if there is one: as
-    /// [`recv`](Chan::recv), then whatever else is there.
+    /// [`recv`](Chan::recv), then whatever else is there. A zero-capacity
+    /// channel moves one.
     ///
     /// # Safety
     /// As for [`try_recv_into`](Chan::try_recv_into).
@@ -468,19 +469,12 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
         deadline: Option<Instant>,
     ) -> Result<usize, RecvTimeoutError> {
         if self.zero.is_some() {
-            // One blocking hand-off, then whoever else is waiting.
-            let first = self.zero_recv(deadline)?;
+            // A rendezvous hands over one message per meeting (the batch
+            // API caps `max` at 1 here).
+            let msg = self.zero_recv(deadline)?;
             // SAFETY: our caller's contract.
-            unsafe { dst.write(first) };
-            let mut got = 1;
-            while got < max {
-                // SAFETY: our caller's contract, for the rest of `dst`.
-                match unsafe { self.try_recv_into(dst.add(got), 1) } {
-                    Ok(_) => got += 1,
-                    Err(_) => break,
-                }
-            }
-            return Ok(got);
+            unsafe { dst.write(msg) };
+            return Ok(1);
         }
         // SAFETY: our caller's contract.
         match unsafe { self.try_recv_into(dst, max) } {
