@@ -41,7 +41,9 @@
 //!   as closed with 0 batches. It waits until its receivers' routes are
 //!   complete and FIN came from every other rank, then enters a barrier and
 //!   finalises MPI. Control frames from one rank arrive in order, so a FIN
-//!   never overtakes that rank's CLOSEs.
+//!   never overtakes that rank's CLOSEs. A closing route is drained until
+//!   no sender is mid-push (`OutSource::quiet`), so a send that returned
+//!   `Ok` is never left in a queue nobody reads.
 
 use std::any::{Any, TypeId};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -158,6 +160,10 @@ pub(crate) trait OutSource: Send {
     /// Fails the route's senders: sets the flag, takes back idle tokens,
     /// drops the token sender (waking blocked senders).
     fn disconnect(&mut self);
+    /// After [`disconnect`](OutSource::disconnect): no sender is still
+    /// between its look at the flag and the end of its queue push, so a
+    /// flush after this sees every message a `send` returned `Ok` for.
+    fn quiet(&self) -> bool;
     /// Moves credit from `bank` into the token channel, as far as it fits.
     fn push_tokens(&mut self, bank: &mut usize);
     /// Takes idle tokens back out of the token channel.
@@ -195,9 +201,16 @@ impl<T: Payload> OutSource for TypedOut<T> {
         edge || (s.waiting.load(Ordering::Acquire) > 0 && s.tokens.is_empty())
     }
     fn disconnect(&mut self) {
-        self.shared.disconnected.store(true, Ordering::Release);
+        // SeqCst: the bridge's half of the Dekker pair with a sender's
+        // `enqueuing` count-in (see endpoint.rs); `quiet` loads the count.
+        self.shared.disconnected.store(true, Ordering::SeqCst);
         self.take_tokens();
         self.tokens = None;
+    }
+    fn quiet(&self) -> bool {
+        // SeqCst: as in `disconnect`; it also acquires the pushes of the
+        // senders that counted themselves out.
+        self.shared.enqueuing.load(Ordering::SeqCst) == 0
     }
     fn push_tokens(&mut self, bank: &mut usize) {
         if let Some(tx) = &self.tokens {
@@ -830,8 +843,18 @@ impl Bridge {
                 }
             }
             if closing {
-                while r.src.flush(&self.comm, dest, tag, false, &mut self.pending) {
-                    r.batches += 1;
+                // A sender that saw the route open may still be pushing:
+                // drain until none is (its push cannot wait long, as this
+                // loop empties the queue), then once more.
+                loop {
+                    let quiet = r.src.quiet();
+                    while r.src.flush(&self.comm, dest, tag, false, &mut self.pending) {
+                        r.batches += 1;
+                    }
+                    if quiet {
+                        break;
+                    }
+                    std::thread::yield_now();
                 }
                 frames.push((dest, Kind::Close, tag, r.batches));
                 closed.push((dest, tag));

@@ -17,6 +17,13 @@
 //!   from 0 back to 1 (clones come from a live handle; the bridge hands out
 //!   a new handle only by a compare-and-swap from a non-zero count). When it
 //!   reaches 0 the route is closed for good.
+//! * A message a sender queued while the route was open goes out, even
+//!   when the world finalises at that moment: a sender counts itself in
+//!   `enqueuing` before it checks `disconnected` and out after its message
+//!   is in the queue, and the bridge, once it has raised `disconnected`,
+//!   keeps draining the queue until `enqueuing` reads 0 (a Dekker pair,
+//!   `SeqCst` on both sides). So a `send` that returned `Ok` is never in a
+//!   queue the bridge has stopped reading.
 //! * A [`RemoteReceiver`] reads from a local swco channel of the receiver's
 //!   capacity, which only the bridge fills; every message it takes is added
 //!   to `consumed`, which the bridge turns back into credit.
@@ -56,6 +63,9 @@ pub(crate) struct OutShared<T> {
     pub(crate) hungry: AtomicBool,
     pub(crate) waiting: AtomicUsize,
     pub(crate) disconnected: AtomicBool,
+    /// Senders between their last look at `disconnected` and the end of
+    /// their queue push (see the invariants).
+    pub(crate) enqueuing: AtomicUsize,
     pub(crate) bell: Bell,
     pub(crate) dest: i32,
     pub(crate) tag: u16,
@@ -132,8 +142,21 @@ impl<T: Send + 'static> RemoteSender<T> {
     }
 
     fn enqueue(&self, msg: T) -> Result<(), SendError<T>> {
-        self.shared.queue.send(msg)?;
-        self.shared.bell.ring();
+        let s = &self.shared;
+        // SeqCst, both: the sender's half of the Dekker pair with the
+        // bridge's `disconnected` store and `enqueuing` load: either the
+        // bridge sees us counted in (and drains until we are out), or we
+        // see the route closed and keep the message.
+        s.enqueuing.fetch_add(1, Ordering::SeqCst);
+        let queued = if s.disconnected.load(Ordering::SeqCst) {
+            Err(SendError(msg))
+        } else {
+            s.queue.send(msg)
+        };
+        // Release: the push comes before, for the bridge's Acquire load of 0.
+        s.enqueuing.fetch_sub(1, Ordering::Release);
+        queued?;
+        s.bell.ring();
         Ok(())
     }
 

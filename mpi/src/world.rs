@@ -162,6 +162,7 @@ impl World {
             hungry: AtomicBool::new(false),
             waiting: AtomicUsize::new(0),
             disconnected: AtomicBool::new(false),
+            enqueuing: AtomicUsize::new(0),
             bell: self.bell.clone(),
             dest,
             tag,

@@ -266,6 +266,93 @@ fn bytes(world: &Arc<World>) {
     }
 }
 
+/// The world finalises while senders on every other rank are mid-stream:
+/// every `send` that returned `Ok` is delivered (rank 0 counts what came
+/// and tells each rank, which compares with its own count of `Ok`s), each
+/// stream a gap-free prefix, and every later send gets its value back.
+fn finalize_race(world: Arc<World>) {
+    const TAG: u16 = 70;
+    const COUNT_TAG: u16 = 71;
+    const SENDERS: u32 = 8;
+    let world = Arc::try_unwrap(world).unwrap_or_else(|_| panic!("the world is shared"));
+    if world.rank() == 0 {
+        let rx = world.receiver::<Stamp>(Source::Others, TAG, 64);
+        let counts: Vec<_> = (1..world.size())
+            .map(|r| (r, world.sender::<u64>(r, COUNT_TAG)))
+            .collect();
+        let mut next: HashMap<(i32, u32), u64> = HashMap::new();
+        for s in rx.iter() {
+            let n = next.entry((s.rank, s.sender)).or_insert(0);
+            assert_eq!(s.seq, *n, "out of order, duplicate or a gap: {s:?}");
+            *n += 1;
+        }
+        for (r, tx) in counts {
+            let got: u64 = next
+                .iter()
+                .filter(|((rank, _), _)| *rank == r)
+                .map(|(_, n)| n)
+                .sum();
+            tx.send(got).expect("count");
+        }
+        world.finalize();
+        println!("finalize_race: {} streams, every Ok delivered", next.len());
+    } else {
+        let count_rx = world.receiver::<u64>(Source::Rank(0), COUNT_TAG, 4);
+        let tx = world.sender::<Stamp>(0, TAG);
+        let rt = runtime();
+        let progress = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let rank = world.rank();
+        // Coroutines and plain threads, sending until the route closes.
+        let stream = move |tx: swco_mpi::RemoteSender<Stamp>,
+                           sender: u32,
+                           progress: Arc<std::sync::atomic::AtomicU64>| {
+            let mut seq = 0;
+            loop {
+                match tx.send(Stamp { rank, sender, seq }) {
+                    Ok(()) => seq += 1,
+                    Err(SendError(back)) => {
+                        assert_eq!(back, Stamp { rank, sender, seq }, "the value comes back");
+                        return seq;
+                    }
+                }
+                progress.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        };
+        let coroutines: Vec<_> = (0..SENDERS)
+            .map(|sender| {
+                let (tx, progress) = (tx.clone(), progress.clone());
+                rt.spawn(move || stream(tx, sender, progress))
+            })
+            .collect();
+        let threads: Vec<_> = (SENDERS..SENDERS + 2)
+            .map(|sender| {
+                let (tx, progress) = (tx.clone(), progress.clone());
+                std::thread::spawn(move || stream(tx, sender, progress))
+            })
+            .collect();
+        drop(tx);
+        while progress.load(std::sync::atomic::Ordering::Relaxed) < 20_000 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        world.finalize();
+        let mut ok: u64 = coroutines
+            .into_iter()
+            .map(|h| h.join().expect("sender"))
+            .sum();
+        ok += threads
+            .into_iter()
+            .map(|h| h.join().expect("sender"))
+            .sum::<u64>();
+        rt.shutdown();
+        assert_eq!(
+            count_rx.recv(),
+            Ok(ok),
+            "rank 0 received every Ok'd message"
+        );
+        println!("finalize_race: rank {rank}: {ok} sends returned Ok, all delivered");
+    }
+}
+
 fn main() {
     let world = Arc::new(World::init().expect("MPI init"));
     assert!(World::init().is_err(), "a second init is an error");
@@ -282,6 +369,6 @@ fn main() {
     senders_dropped(&world);
     bytes(&world);
     let rank = world.rank();
-    drop(world);
+    finalize_race(world);
     println!("rank {rank}: all MPI tests passed in {:.2?}", t0.elapsed());
 }
