@@ -355,7 +355,7 @@ impl<T, M: Mode, P: Protocol> Future for SendFuture<'_, T, M, P> {
         }
         let senders = &*tx.chan.senders;
         if let Some(ticket) = this.ticket.take() {
-            if senders.stands(ticket, &TaskPark(cx.waker())) {
+            if senders.stands(ticket, &TaskPark(cx.waker()), &|| tx.chan.still_full()) {
                 // Still registered through this task's waker (a lone
                 // sender's slot): try again without leaving, and stay
                 // registered if the ring is still full.
@@ -555,7 +555,7 @@ impl<T, M: Mode, P: Protocol> Future for RecvFuture<'_, T, M, P> {
         }
         let receivers = &*chan.receivers;
         if let Some(ticket) = this.ticket.take() {
-            if receivers.stands(ticket, &TaskPark(cx.waker())) {
+            if receivers.stands(ticket, &TaskPark(cx.waker()), &|| chan.still_empty()) {
                 // Still registered through this task's waker (a lone
                 // receiver's slot): try again without leaving, and stay
                 // registered if the ring is still empty.

@@ -487,12 +487,18 @@ impl<'a> OpList for [Option<Box<dyn Op + 'a>>] {
 #[inline]
 fn scan<L: OpList + ?Sized>(ops: &mut L, start: usize, consume: bool) -> Option<usize> {
     let n = ops.count();
-    for k in 0..n {
-        let i = (start + k) % n;
+    // A wrapping step, not `% n`: a division per operation would cost as
+    // much as the try itself.
+    let mut i = start;
+    for _ in 0..n {
         if let Some(op) = ops.get(i) {
             if if consume { op.attempt() } else { op.ready() } {
                 return Some(i);
             }
+        }
+        i += 1;
+        if i == n {
+            i = 0;
         }
     }
     None
@@ -500,9 +506,34 @@ fn scan<L: OpList + ?Sized>(ops: &mut L, start: usize, consume: bool) -> Option<
 
 /// Runs a select: completes (`consume`) or finds ready (not `consume`) one
 /// operation, waiting as `wait` allows. `None`: none within the wait.
+#[inline]
 fn drive<L: OpList + ?Sized>(
     ops: &mut L,
     wait: Wait,
+    consume: bool,
+    biased: bool,
+) -> Option<usize> {
+    let n = ops.count();
+    let start = if biased { 0 } else { random_below(n) };
+    if let Some(i) = scan(ops, start, consume) {
+        return Some(i);
+    }
+    let deadline = match wait {
+        Wait::Now => return None,
+        Wait::Forever => None,
+        Wait::Until(deadline) => Some(deadline),
+    };
+    wait_for(ops, deadline, consume, biased)
+}
+
+/// The rest of [`drive`] once every operation was tried and failed: spin,
+/// block and retry until one completes or `deadline` passes. Out of line,
+/// so that a select that completes at once pays for none of it.
+#[cold]
+#[inline(never)]
+fn wait_for<L: OpList + ?Sized>(
+    ops: &mut L,
+    deadline: Option<Instant>,
     consume: bool,
     biased: bool,
 ) -> Option<usize> {
@@ -511,14 +542,6 @@ fn drive<L: OpList + ?Sized>(
         Some(i) => i,
         None if biased => 0,
         None => random_below(n),
-    };
-    if let Some(i) = scan(ops, start(None), consume) {
-        return Some(i);
-    }
-    let deadline = match wait {
-        Wait::Now => return None,
-        Wait::Forever => None,
-        Wait::Until(deadline) => Some(deadline),
     };
     let mut backoff = Backoff::new();
     loop {
@@ -864,6 +887,7 @@ impl<'a> Select<'a> {
         }
     }
 
+    #[inline]
     fn run(&mut self, wait: Wait, consume: bool) -> Option<usize> {
         drive(&mut self.ops[..], wait, consume, self.biased)
     }

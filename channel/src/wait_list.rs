@@ -63,10 +63,19 @@ pub trait Waiters: Send + Sync + 'static {
     /// still holds `ticket` when polled again: whether that registration
     /// still stands and wakes `park`, so that the poll may retry its
     /// operation while registered and, if still blocked, keep the ticket
-    /// rather than leave and register again. `false` (the default) always
-    /// makes it leave first.
-    fn stands(&self, ticket: Self::Ticket, park: &dyn Park) -> bool {
-        let _ = (ticket, park);
+    /// rather than leave and register again. A registration whose waker
+    /// does not wake `park` may be renewed in place with `park`'s waker;
+    /// it then takes the same register / `fence(SeqCst)` / re-check steps
+    /// as a fresh one, with `still_blocked` (the caller's re-check, as for
+    /// [`register`](Waiters::register)) as the re-check. `false` (the
+    /// default) always makes it leave first.
+    fn stands(
+        &self,
+        ticket: Self::Ticket,
+        park: &dyn Park,
+        still_blocked: &dyn Fn() -> bool,
+    ) -> bool {
+        let _ = (ticket, park, still_blocked);
         false
     }
 
@@ -550,19 +559,51 @@ impl<const LONE_WAKER: bool> Waiters for WaiterSlot<LONE_WAKER> {
         self.leave(ticket);
     }
 
-    fn stands(&self, ticket: SlotTicket, park: &dyn Park) -> bool {
+    fn stands(
+        &self,
+        ticket: SlotTicket,
+        park: &dyn Park,
+        still_blocked: &dyn Fn() -> bool,
+    ) -> bool {
         // A registration in the slot is not ended by a wake, only by the
         // waiter leaving: every progress of the peer since it was made (and
         // its fence and re-check) wakes the kept waker. Leaving and
         // registering again would wake the queued waiters for nothing, and a
         // queued future of the same task would then wake the task again, for
         // ever. A queued waiter was taken off the queue by the wake, if any.
-        matches!(ticket, SlotTicket::Slot)
-            && self.waker.with(|w| {
-                // SAFETY: as in `register`: we are the waiter side, the only
-                // writer of the cell.
-                unsafe { &*w }.as_ref().is_some_and(|w| park.will_wake(w))
-            })
+        if !matches!(ticket, SlotTicket::Slot) {
+            return false;
+        }
+        let kept = self.waker.with(|w| {
+            // SAFETY: as in `register`: we are the waiter side, the only
+            // writer of the cell.
+            unsafe { &*w }.as_ref().is_some_and(|w| park.will_wake(w))
+        });
+        if !kept {
+            // Another waker for the same registration: the task moved, or
+            // `Waker::will_wake` does not recognise a clone (its vtable may
+            // be duplicated across codegen units, as tokio's `block_on`
+            // waker's is in release builds). Swap it in place rather than
+            // leave: leaving would wake the waiters queued behind, which may
+            // be this very task, and polling again would repeat that for
+            // ever. Out of the slot while the waker changes, as `register`
+            // requires, and in again with the fence and re-check of
+            // invariant 3: a peer that progressed while we were out is seen
+            // by the re-check (its read-modify-write, where the claim is one,
+            // orders us after that claim), so the caller's retry finds the
+            // progress and no wake is lost. (A plain retry is not enough:
+            // loom found the wake lost with `try_send` as the re-check.)
+            // Relaxed: as in `leave`.
+            self.waiting.store(0, Ordering::Relaxed);
+            self.replace_waker(park.waker());
+            // Release: as in `register`.
+            self.waiting.store(1, Ordering::Release);
+            fence(Ordering::SeqCst);
+            // Whatever it says, the caller retries next; the re-check is
+            // for its ordering.
+            let _ = still_blocked();
+        }
+        true
     }
 
     #[inline]

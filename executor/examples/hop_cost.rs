@@ -16,8 +16,9 @@
 //! by the difference in rounds (100 000), is the cost of one round trip.
 //! Without valgrind it prints ns per round trip.
 //!
-//! Arguments: `cas` or `updt` (default `cas`), and the number of rounds
-//! (default 1 000 000).
+//! Arguments: `cas` or `updt` (default `cas`), the number of rounds
+//! (default 1 000 000), and the channels' capacity (default 1; 0 for
+//! rendezvous channels, where each hop meets a parked peer).
 
 use std::time::Instant;
 
@@ -26,10 +27,10 @@ use swco_executor::Runtime;
 
 /// Runs `rounds` round trips on a one-executor runtime; returns the time the
 /// pinger measured.
-fn pingpong<P: Protocol>(rounds: u64) -> std::time::Duration {
+fn pingpong<P: Protocol>(rounds: u64, capacity: usize) -> std::time::Duration {
     let rt = Runtime::builder().executors(1).build().expect("a runtime");
-    let (ping_tx, ping_rx) = spsc::bounded_with::<u64, P>(1);
-    let (pong_tx, pong_rx) = spsc::bounded_with::<u64, P>(1);
+    let (ping_tx, ping_rx) = spsc::bounded_with::<u64, P>(capacity);
+    let (pong_tx, pong_rx) = spsc::bounded_with::<u64, P>(capacity);
     let ponger = rt
         .spawn_on(0, move || {
             for v in ping_rx {
@@ -60,13 +61,17 @@ fn main() {
         .next()
         .map(|r| r.parse().expect("rounds: a number"))
         .unwrap_or(1_000_000);
+    let capacity: usize = args
+        .next()
+        .map(|c| c.parse().expect("capacity: a number"))
+        .unwrap_or(1);
     let elapsed = match protocol.as_str() {
-        "cas" => pingpong::<Cas>(rounds),
-        "updt" => pingpong::<Updt>(rounds),
+        "cas" => pingpong::<Cas>(rounds, capacity),
+        "updt" => pingpong::<Updt>(rounds, capacity),
         other => panic!("protocol: cas or updt, not {other}"),
     };
     println!(
-        "{protocol}: {rounds} round trips, {:.1} ns per round trip",
+        "{protocol}, capacity {capacity}: {rounds} round trips, {:.1} ns per round trip",
         elapsed.as_nanos() as f64 / rounds as f64
     );
 }

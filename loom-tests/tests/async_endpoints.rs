@@ -162,22 +162,30 @@ fn send_future_dropped_racing_recv<M: Mode, P: Protocol>() {
 /// A receive future polled, then at once polled again (spuriously: on a
 /// lone side its registration stands, and it retries while registered),
 /// then, while still pending, polled once more only when woken; a sender's
-/// `send` races all of it. Once woken it must be ready.
-fn recv_future_repolled<M: Mode, P: Protocol>() {
+/// `send` races all of it. Once woken it must be ready. With `fresh`, the
+/// polls after the first bring another waker (the task moved, or
+/// `Waker::will_wake` did not recognise a clone): a standing registration
+/// swaps it in place, and that waker must be the one woken.
+fn recv_future_repolled<M: Mode, P: Protocol>(fresh: bool) {
     let (tx, rx) = bounded_in::<u32, M, P>(1);
     let sender = send_one(tx);
-    let (flag, waker) = flag_waker();
+    let (first_flag, first) = flag_waker();
+    let (later_flag, later) = if fresh {
+        flag_waker()
+    } else {
+        (first_flag.clone(), first.clone())
+    };
     let mut fut = rx.recv_async();
     let mut got = None;
-    for _ in 0..2 {
-        if let Poll::Ready(r) = poll_once(&mut fut, &waker) {
+    for waker in [&first, &later] {
+        if let Poll::Ready(r) = poll_once(&mut fut, waker) {
             got = Some(r.expect("sender alive"));
             break;
         }
     }
     let got = got.unwrap_or_else(|| {
-        wait_woken(&flag);
-        match poll_once(&mut fut, &waker) {
+        wait_woken(&later_flag);
+        match poll_once(&mut fut, &later) {
             Poll::Ready(r) => r.expect("sender alive"),
             Poll::Pending => panic!("woken, but the message is not there"),
         }
@@ -189,21 +197,26 @@ fn recv_future_repolled<M: Mode, P: Protocol>() {
 /// The send side of [`recv_future_repolled`]: a send future on a full ring
 /// (one slot, filled first) polled twice, then again when woken, while a
 /// receiver takes both messages.
-fn send_future_repolled<M: Mode, P: Protocol>() {
+fn send_future_repolled<M: Mode, P: Protocol>(fresh: bool) {
     let (tx, receiver) = full_ring_and_receiver::<M, P>();
-    let (flag, waker) = flag_waker();
+    let (first_flag, first) = flag_waker();
+    let (later_flag, later) = if fresh {
+        flag_waker()
+    } else {
+        (first_flag.clone(), first.clone())
+    };
     let mut fut = tx.send_async(1);
     let mut sent = false;
-    for _ in 0..2 {
-        if let Poll::Ready(r) = poll_once(&mut fut, &waker) {
+    for waker in [&first, &later] {
+        if let Poll::Ready(r) = poll_once(&mut fut, waker) {
             r.expect("receiver alive");
             sent = true;
             break;
         }
     }
     if !sent {
-        wait_woken(&flag);
-        match poll_once(&mut fut, &waker) {
+        wait_woken(&later_flag);
+        match poll_once(&mut fut, &later) {
             Poll::Ready(r) => r.expect("receiver alive"),
             Poll::Pending => panic!("woken, but there is no room"),
         }
@@ -280,17 +293,21 @@ models! {
     cas_mpsc_leaked_recv_future => leaked_recv_future_then_retire::<Mpsc, Cas>();
     updt_mpsc_leaked_recv_future => leaked_recv_future_then_retire::<Mpsc, Updt>();
 
-    cas_spsc_recv_future_repolled => recv_future_repolled::<Spsc, Cas>();
-    updt_spsc_recv_future_repolled => recv_future_repolled::<Spsc, Updt>();
-    cas_mpsc_recv_future_repolled => recv_future_repolled::<Mpsc, Cas>();
-    updt_mpsc_recv_future_repolled => recv_future_repolled::<Mpsc, Updt>();
-    cas_mpmc_recv_future_repolled => recv_future_repolled::<Mpmc, Cas>();
-    updt_mpmc_recv_future_repolled => recv_future_repolled::<Mpmc, Updt>();
+    cas_spsc_recv_future_repolled => recv_future_repolled::<Spsc, Cas>(false);
+    updt_spsc_recv_future_repolled => recv_future_repolled::<Spsc, Updt>(false);
+    cas_mpsc_recv_future_repolled => recv_future_repolled::<Mpsc, Cas>(false);
+    updt_mpsc_recv_future_repolled => recv_future_repolled::<Mpsc, Updt>(false);
+    cas_mpmc_recv_future_repolled => recv_future_repolled::<Mpmc, Cas>(false);
+    updt_mpmc_recv_future_repolled => recv_future_repolled::<Mpmc, Updt>(false);
 
-    cas_spsc_send_future_repolled => send_future_repolled::<Spsc, Cas>();
-    updt_spsc_send_future_repolled => send_future_repolled::<Spsc, Updt>();
-    cas_spmc_send_future_repolled => send_future_repolled::<Spmc, Cas>();
-    updt_spmc_send_future_repolled => send_future_repolled::<Spmc, Updt>();
-    cas_mpmc_send_future_repolled => send_future_repolled::<Mpmc, Cas>();
-    updt_mpmc_send_future_repolled => send_future_repolled::<Mpmc, Updt>();
+    cas_spsc_recv_future_fresh_waker => recv_future_repolled::<Spsc, Cas>(true);
+    updt_spsc_recv_future_fresh_waker => recv_future_repolled::<Spsc, Updt>(true);
+    cas_spmc_send_future_fresh_waker => send_future_repolled::<Spmc, Cas>(true);
+    updt_spmc_send_future_fresh_waker => send_future_repolled::<Spmc, Updt>(true);
+    cas_spsc_send_future_repolled => send_future_repolled::<Spsc, Cas>(false);
+    updt_spsc_send_future_repolled => send_future_repolled::<Spsc, Updt>(false);
+    cas_spmc_send_future_repolled => send_future_repolled::<Spmc, Cas>(false);
+    updt_spmc_send_future_repolled => send_future_repolled::<Spmc, Updt>(false);
+    cas_mpmc_send_future_repolled => send_future_repolled::<Mpmc, Cas>(false);
+    updt_mpmc_send_future_repolled => send_future_repolled::<Mpmc, Updt>(false);
 }
