@@ -5,9 +5,12 @@
 //!
 //! * **poll**: if the previous poll left a ticket, [`leave`] it first: the
 //!   attempt that follows uses any wake it was chosen for. (Unless the
-//!   registration [`stands`]: a lone side's slot, still holding this task's
-//!   waker, is armed until its waiter leaves, so the future retries while
-//!   registered, and stays registered if still blocked. Leaving would wake
+//!   registration [`stands`]: a lone side's slot is armed until its waiter
+//!   leaves, so the future retries while registered, and stays registered
+//!   if still blocked. If the slot holds another waker (the task moved, or
+//!   `Waker::will_wake` fails to recognise a clone, as it does for tokio's
+//!   `block_on` waker in release builds), the registration is renewed in
+//!   place with the register / fence / re-check steps. Leaving would wake
 //!   the waiters queued behind it for nothing, and one of those may be a
 //!   future of this same task: it would wake the task again, for ever.)
 //!   Then try the operation. If it would block, register the task's waker
