@@ -40,21 +40,7 @@ fn stack_overflow_prints_a_clear_message_and_aborts() {
         unreachable!("the overflow should have aborted the process");
     }
     let (status, stderr) = run_child("stack_overflow_prints_a_clear_message_and_aborts");
-    assert!(!status.success(), "child survived: {stderr}");
-    assert!(
-        stderr.contains("stack overflow in a coroutine on executor swco-cpe-1"),
-        "unexpected stderr: {stderr}"
-    );
-    assert!(
-        stderr.contains("stack size 32768 bytes"),
-        "unexpected stderr: {stderr}"
-    );
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        const SIGABRT: i32 = 6;
-        assert_eq!(status.signal(), Some(SIGABRT), "stderr: {stderr}");
-    }
+    common::assert_overflow_report(status, &stderr, "default guard path");
 }
 
 /// The handler only claims faults on coroutine guard pages: a plain thread

@@ -5,6 +5,8 @@
 //! Overflows and environment-dependent cases run in child processes (this
 //! test binary, re-executed with `CHILD_ENV` naming the case).
 
+mod common;
+
 use std::process::{Command, ExitStatus};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -121,24 +123,6 @@ fn wait_for(counter: &AtomicUsize, n: usize) {
     }
 }
 
-fn assert_overflow_report(status: ExitStatus, stderr: &str, what: &str) {
-    assert!(!status.success(), "{what}: child survived: {stderr}");
-    assert!(
-        stderr.contains("swco: stack overflow in a coroutine on executor swco-cpe-1"),
-        "{what}: unexpected stderr: {stderr}"
-    );
-    assert!(
-        stderr.contains("coroutine stack size 32768 bytes"),
-        "{what}: unexpected stderr: {stderr}"
-    );
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        const SIGABRT: i32 = 6;
-        assert_eq!(status.signal(), Some(SIGABRT), "{what}: stderr: {stderr}");
-    }
-}
-
 /// An overflow on a freshly carved stack, on each guard path.
 #[test]
 fn overflow_is_reported_on_both_guard_paths() {
@@ -156,7 +140,7 @@ fn overflow_is_reported_on_both_guard_paths() {
     }
     for path in testable_paths() {
         let (status, stderr) = run_child("overflow_is_reported_on_both_guard_paths", path, &[]);
-        assert_overflow_report(status, &stderr, path);
+        common::assert_overflow_report(status, &stderr, path);
     }
 }
 
@@ -190,7 +174,7 @@ fn overflow_is_reported_on_a_released_stack() {
     }
     for path in testable_paths() {
         let (status, stderr) = run_child("overflow_is_reported_on_a_released_stack", path, &[]);
-        assert_overflow_report(status, &stderr, path);
+        common::assert_overflow_report(status, &stderr, path);
     }
 }
 

@@ -99,3 +99,24 @@ pub fn in_child_process(name: &str, body: impl FnOnce()) {
         ),
     }
 }
+
+/// Checks a child that overflowed a 32 KiB coroutine stack on executor 1:
+/// it aborted (SIGABRT) after the overflow report naming the executor and
+/// the stack size. `what` labels the failure message.
+pub fn assert_overflow_report(status: ExitStatus, stderr: &str, what: &str) {
+    assert!(!status.success(), "{what}: child survived: {stderr}");
+    assert!(
+        stderr.contains("swco: stack overflow in a coroutine on executor swco-cpe-1"),
+        "{what}: unexpected stderr: {stderr}"
+    );
+    assert!(
+        stderr.contains("coroutine stack size 32768 bytes"),
+        "{what}: unexpected stderr: {stderr}"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        const SIGABRT: i32 = 6;
+        assert_eq!(status.signal(), Some(SIGABRT), "{what}: stderr: {stderr}");
+    }
+}
