@@ -554,7 +554,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
                     std::mem::forget(back);
                     Err(Unsent::Disconnected)
                 }
-                Arrival::Queued(_) => unreachable!("no waker was given"),
+                Arrival::Queued(_) | Arrival::QueuedFramed => unreachable!("no waker was given"),
             };
         };
         match zero.wait(Side::Send, Some(copy), park, deadline, &gone, &|side| {

@@ -21,9 +21,14 @@
 //!    [`Park`] contract).
 //! 3. **An owner leaves only with its packet settled:** it saw `DONE` or
 //!    `DISMISSED`, or took the packet out of its queue itself, under the
-//!    lock. So no peer touches a packet after its owner has let go of it;
-//!    the packet is reference-counted all the same, so an owner that is
-//!    gone (a dropped future) never leaves a peer with a dangling pointer.
+//!    lock. So no peer touches a packet after its owner has let go of it.
+//!    A future's or a select's packet is reference-counted all the same, so
+//!    an owner that is gone (a dropped future) never leaves a peer with a
+//!    dangling pointer. A blocking `wait` cannot be gone while it waits, so
+//!    its packet lives in its own frame (no allocation, no reference
+//!    count): the peer settles it with the [`HANDING`] mark set, wakes the
+//!    owner through it, and only then clears the mark, and the owner does
+//!    not leave (nor let the packet go) while the mark is set.
 //! 4. **Disconnection** stores the side's flag, then dismisses every packet
 //!    of the other side under the lock. A party checks the flag under the
 //!    same lock before queuing, so it either sees the flag or is dismissed.
@@ -43,9 +48,11 @@ use std::any::Any;
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::ptr::NonNull;
 use std::task::Waker;
 use std::time::Instant;
 
+use crate::backoff::Backoff;
 use crate::hook::Park;
 use crate::lock::RawLock;
 use crate::sync::{Arc, Ordering, UnsafeCell};
@@ -92,6 +99,9 @@ const WAITING: usize = 0;
 const DONE: usize = 1;
 /// The other side disconnected while the packet was queued.
 const DISMISSED: usize = 2;
+/// Added to `DONE` or `DISMISSED` on a packet in its owner's frame while
+/// the peer that settled it still reads its waker (invariant 3).
+const HANDING: usize = 4;
 
 /// One blocked select's claim on its outcome, shared by the packets it
 /// queued (invariant 5). An add-only claim guards it, whatever the
@@ -197,6 +207,9 @@ pub(crate) enum Arrival<T> {
     Served(Option<T>),
     /// Nobody was waiting; the packet is queued (only when asked to wait).
     Queued(Arc<Packet<T>>),
+    /// Nobody was waiting; the packet is queued in the caller's frame
+    /// (`Wait::Framed`).
+    QueuedFramed,
     /// Nobody was waiting and the caller does not wait: a sender's message
     /// comes back.
     Nobody(Option<T>),
@@ -204,14 +217,80 @@ pub(crate) enum Arrival<T> {
     Disconnected(Option<T>),
 }
 
+/// How a party that finds nobody waits, if it does.
+enum Wait<'a, T> {
+    /// It does not wait.
+    No,
+    /// In a shared packet, with the waker this makes.
+    Shared(&'a dyn Fn() -> Waker),
+    /// In a packet put in this slot of its frame, with the waker this makes.
+    Framed(&'a mut Option<Packet<T>>, &'a dyn Fn() -> Waker),
+}
+
+/// A queued packet: shared with its owner (a future's, a select's, or a
+/// re-offered message's), or in the frame of a blocking `wait`
+/// (invariant 3).
+enum Entry<T> {
+    Shared(Arc<Packet<T>>),
+    Framed(NonNull<Packet<T>>),
+}
+
+impl<T> Entry<T> {
+    fn packet(&self) -> &Packet<T> {
+        match self {
+            Entry::Shared(p) => p,
+            // SAFETY: a framed packet's owner is blocked in `wait` until the
+            // packet is out of its queue and settled with no `HANDING` mark,
+            // and an entry is only reached from its queue (or by the peer
+            // that took it out, before it clears the mark).
+            Entry::Framed(p) => unsafe { p.as_ref() },
+        }
+    }
+
+    /// Settles the packet (under the lock) as `state`: marked `HANDING`
+    /// if it is framed, for [`Entry::wake`] to clear.
+    fn settle(&self, state: usize) {
+        let mark = if matches!(self, Entry::Framed(_)) {
+            HANDING
+        } else {
+            0
+        };
+        // Release: see `look`.
+        self.packet().state.store(state | mark, Ordering::Release);
+    }
+
+    /// After the lock: wakes the owner of the packet settled as `state`,
+    /// then lets a framed packet go. A waker that panics still lets it go,
+    /// and the panic goes on (to be deferred or re-thrown by the caller).
+    fn wake(self, state: usize) {
+        struct Release<'a>(&'a UpdtCell, usize);
+        impl Drop for Release<'_> {
+            fn drop(&mut self) {
+                // Release: the owner may reuse the frame once it loads this.
+                self.0.store(self.1, Ordering::Release);
+            }
+        }
+        let packet = self.packet();
+        let _release = matches!(self, Entry::Framed(_)).then(|| Release(&packet.state, state));
+        // SAFETY: a settled packet's waker is only replaced under the lock
+        // by its owner while WAITING, which it no longer is.
+        packet.waker.with(|w| unsafe { (*w).wake_by_ref() });
+    }
+}
+
+// SAFETY: a framed entry points at a `Packet<T>`, which is `Send + Sync`
+// for `T: Send`, and it is only reached under the rendezvous lock or by the
+// peer that took it out.
+unsafe impl<T: Send> Send for Entry<T> {}
+
 struct Queues<T> {
-    senders: VecDeque<Arc<Packet<T>>>,
-    receivers: VecDeque<Arc<Packet<T>>>,
+    senders: VecDeque<Entry<T>>,
+    receivers: VecDeque<Entry<T>>,
 }
 
 impl<T> Queues<T> {
     /// Where parties of `side` wait.
-    fn of(&mut self, side: Side) -> &mut VecDeque<Arc<Packet<T>>> {
+    fn of(&mut self, side: Side) -> &mut VecDeque<Entry<T>> {
         match side {
             Side::Send => &mut self.senders,
             Side::Recv => &mut self.receivers,
@@ -303,16 +382,22 @@ impl<T, L: RawLock> Rendezvous<T, L> {
         waker: Option<&dyn Fn() -> Waker>,
         other_gone: &dyn Fn() -> bool,
     ) -> Arrival<T> {
-        self.arrive_at(side, msg, waker, other_gone, false)
+        let wait = match waker {
+            Some(make_waker) => Wait::Shared(make_waker),
+            None => Wait::No,
+        };
+        self.arrive_at(side, msg, wait, other_gone, false)
     }
 
-    /// [`arrive`](Self::arrive), queuing at the front of the side's queue
-    /// if `first`.
+    /// [`arrive`](Self::arrive), queuing as `wait` says, at the front of the
+    /// side's queue if `first`. `Wait::Framed` queues the packet in the
+    /// caller's frame and answers `Queued` with a dangling `Arc`-free
+    /// marker: see [`Arrival::QueuedFramed`].
     fn arrive_at(
         &self,
         side: Side,
         msg: Option<T>,
-        waker: Option<&dyn Fn() -> Waker>,
+        wait: Wait<'_, T>,
         other_gone: &dyn Fn() -> bool,
         first: bool,
     ) -> Arrival<T> {
@@ -320,25 +405,26 @@ impl<T, L: RawLock> Rendezvous<T, L> {
         let served = self.locked(|q| {
             let peers = q.of(side.other());
             while let Some(peer) = peers.pop_front() {
-                if let Some((token, index)) = &peer.token {
+                let packet = peer.packet();
+                if let Some((token, index)) = &packet.token {
                     if !token.decide(index + 1) {
-                        // Stale: its select completed something else.
-                        // Release: see `look`.
-                        peer.state.store(DISMISSED, Ordering::Release);
+                        // Stale: its select completed something else (a
+                        // select's packet is shared: nobody to hand to).
+                        peer.settle(DISMISSED);
                         continue;
                     }
                 }
                 // SAFETY: under the lock, on a packet still WAITING (a
                 // queued packet is WAITING): nobody else touches it.
-                peer.msg.with_mut(|m| unsafe {
+                packet.msg.with_mut(|m| unsafe {
                     match side {
                         Side::Send => *m = msg.take(),
                         Side::Recv => msg = (*m).take(),
                     }
                 });
-                // Release: the message moved above is the owner's once it
-                // loads DONE (Acquire).
-                peer.state.store(DONE, Ordering::Release);
+                // The message moved above is the owner's once it loads
+                // DONE (Acquire).
+                peer.settle(DONE);
                 self.store_lens(q);
                 return Ok(peer);
             }
@@ -347,36 +433,43 @@ impl<T, L: RawLock> Rendezvous<T, L> {
             if other_gone() {
                 return Err(None);
             }
-            let Some(make_waker) = waker else {
-                return Err(None);
+            let (entry, shared) = match wait {
+                Wait::No => return Err(None),
+                Wait::Shared(make_waker) => {
+                    let packet = Packet::new(msg.take(), make_waker(), None);
+                    (Entry::Shared(packet.clone()), Some(packet))
+                }
+                Wait::Framed(slot, make_waker) => {
+                    let packet = slot.insert(Packet {
+                        state: UpdtCell::new(WAITING),
+                        msg: UnsafeCell::new(msg.take()),
+                        waker: UnsafeCell::new(make_waker()),
+                        token: None,
+                    });
+                    (Entry::Framed(NonNull::from(&*packet)), None)
+                }
             };
-            let packet = Packet::new(msg.take(), make_waker(), None);
             let queue = q.of(side);
             if first {
-                queue.push_front(packet.clone());
+                queue.push_front(entry);
             } else {
-                queue.push_back(packet.clone());
+                queue.push_back(entry);
             }
             self.store_lens(q);
-            Err(Some(packet))
+            Err(Some(shared))
         });
         match served {
             Ok(peer) => {
                 // A waker may panic, and a sender's caller still holds a
                 // copy of the message it just handed over: the panic goes
                 // on only once that copy is forgotten (`rethrow_deferred`).
-                let woken = catch_unwind(AssertUnwindSafe(|| {
-                    // SAFETY: a served packet's waker is only replaced under
-                    // the lock by its owner while WAITING, which it no
-                    // longer is.
-                    peer.waker.with(|w| unsafe { (*w).wake_by_ref() });
-                }));
-                if let Err(payload) = woken {
+                if let Err(payload) = catch_unwind(AssertUnwindSafe(|| peer.wake(DONE))) {
                     defer(payload);
                 }
                 Arrival::Served(msg)
             }
-            Err(Some(packet)) => Arrival::Queued(packet),
+            Err(Some(Some(packet))) => Arrival::Queued(packet),
+            Err(Some(None)) => Arrival::QueuedFramed,
             Err(None) if other_gone() => Arrival::Disconnected(msg),
             Err(None) => Arrival::Nobody(msg),
         }
@@ -393,29 +486,37 @@ impl<T, L: RawLock> Rendezvous<T, L> {
     ) -> Arc<Packet<T>> {
         let packet = Packet::new(None, waker, Some((token.clone(), index)));
         self.locked(|q| {
-            q.receivers.push_back(packet.clone());
+            q.receivers.push_back(Entry::Shared(packet.clone()));
             self.store_lens(q);
         });
         packet
     }
 
-    /// Looks at a queued packet's state, without the lock.
+    /// Looks at a queued packet's state, without the lock. A framed packet
+    /// still marked `HANDING` is waited out (its peer is between two
+    /// stores, the wake between them), so what comes back is final.
     pub(crate) fn look(&self, packet: &Packet<T>) -> Settled<T> {
-        // Acquire: pairs with the peer's (or the dismisser's) Release.
-        match packet.state.load(Ordering::Acquire) {
-            WAITING => Settled::Waiting,
-            DONE => Settled::Done(packet.take_settled()),
-            _ => Settled::Dismissed(packet.take_settled()),
+        let mut backoff = Backoff::new();
+        loop {
+            // Acquire: pairs with the peer's (or the dismisser's) Release.
+            match packet.state.load(Ordering::Acquire) {
+                WAITING => return Settled::Waiting,
+                DONE => return Settled::Done(packet.take_settled()),
+                DISMISSED => return Settled::Dismissed(packet.take_settled()),
+                _ => backoff.snooze(),
+            }
         }
     }
 
     /// The owner gives up waiting (timeout, a dropped future, unwinding):
     /// takes its packet out of its queue if it is still there. Returns the
     /// packet's settled state; `Waiting` never comes back.
-    pub(crate) fn withdraw(&self, side: Side, packet: &Arc<Packet<T>>) -> Settled<T> {
+    pub(crate) fn withdraw(&self, side: Side, packet: &Packet<T>) -> Settled<T> {
         let removed = self.locked(|q| {
             let queue = q.of(side);
-            let at = queue.iter().position(|p| Arc::ptr_eq(p, packet))?;
+            let at = queue
+                .iter()
+                .position(|p| std::ptr::eq(p.packet(), packet))?;
             queue.remove(at);
             self.store_lens(q);
             Some(())
@@ -465,7 +566,13 @@ impl<T, L: RawLock> Rendezvous<T, L> {
             fn wake(self: std::sync::Arc<Self>) {}
         }
         let nobody = || Waker::from(std::sync::Arc::new(Nobody));
-        match self.arrive_at(Side::Send, Some(msg), Some(&nobody), receivers_gone, true) {
+        match self.arrive_at(
+            Side::Send,
+            Some(msg),
+            Wait::Shared(&nobody),
+            receivers_gone,
+            true,
+        ) {
             Arrival::Queued(_) => true,
             // Served, or no receiver left: dropped with the channel's end.
             _ => false,
@@ -479,16 +586,20 @@ impl<T, L: RawLock> Rendezvous<T, L> {
             let queue = q.of(side);
             let all = std::mem::take(queue);
             for p in &all {
-                // Release: see `look`.
-                p.state.store(DISMISSED, Ordering::Release);
+                p.settle(DISMISSED);
             }
             self.store_lens(q);
             all
         });
+        let mut panicked = None;
         for p in dismissed {
-            // SAFETY: settled (DISMISSED) above: its waker is no longer
-            // replaced.
-            p.waker.with(|w| unsafe { (*w).wake_by_ref() });
+            // Every owner is woken and let go, even if a waker panics.
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| p.wake(DISMISSED))) {
+                panicked.get_or_insert(payload);
+            }
+        }
+        if let Some(payload) = panicked {
+            resume_unwind(payload);
         }
     }
 
@@ -506,22 +617,41 @@ impl<T, L: RawLock> Rendezvous<T, L> {
         other_gone: &dyn Fn() -> bool,
         queued: &dyn Fn(Side),
     ) -> Result<Option<T>, (Option<T>, bool)> {
-        let packet = match self.arrive(side, msg, Some(&|| park.waker()), other_gone) {
+        let mut slot = None;
+        let make_waker = || park.waker();
+        match self.arrive_at(
+            side,
+            msg,
+            Wait::Framed(&mut slot, &make_waker),
+            other_gone,
+            false,
+        ) {
             Arrival::Served(got) => return Ok(got),
             Arrival::Disconnected(back) => return Err((back, false)),
-            Arrival::Nobody(_) => unreachable!("a waker was given"),
-            Arrival::Queued(packet) => packet,
+            Arrival::QueuedFramed => {}
+            Arrival::Nobody(_) | Arrival::Queued(_) => unreachable!("queued in the frame"),
+        }
+        let packet = slot.as_ref().expect("a framed packet was queued");
+        // Whatever happens from here (a panicking waker in `queued`, an
+        // unwinding park), the packet leaves its queue before this frame
+        // does (invariant 3).
+        let guard = StaysQueued {
+            rendezvous: self,
+            side,
+            packet,
+            armed: true,
         };
         // A select or a future of the other side may be waiting for a
         // partner to appear.
         queued(side);
+        let packet = guard.packet;
         let settled = loop {
             match self.look(&packet) {
                 Settled::Waiting => {}
                 settled => break settled,
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
-                break self.withdraw(side, &packet);
+                break self.withdraw(side, packet);
             }
             // A coroutine cancelled at shutdown unwinds out of its park. If
             // a peer served the packet first, the hand-off stands: a
@@ -533,7 +663,9 @@ impl<T, L: RawLock> Rendezvous<T, L> {
             // leaves the queue and the unwinding goes on at once, the
             // message still the caller's.
             if let Err(payload) = catch_unwind(AssertUnwindSafe(|| park.park(deadline))) {
-                match self.withdraw(side, &packet) {
+                let mut guard = guard;
+                guard.armed = false;
+                match self.withdraw(side, packet) {
                     Settled::Done(got) => {
                         defer(payload);
                         return Ok(got);
@@ -548,12 +680,35 @@ impl<T, L: RawLock> Rendezvous<T, L> {
                 }
             }
         };
+        // Settled: out of its queue, no mark left.
+        let mut guard = guard;
+        guard.armed = false;
         match settled {
             Settled::Done(got) => Ok(got),
             // Withdrawn at the deadline (or dismissed just then).
             Settled::Dismissed(back) if !other_gone() => Err((back, true)),
             Settled::Dismissed(back) => Err((back, false)),
             Settled::Waiting => unreachable!(),
+        }
+    }
+}
+
+/// Takes a framed packet out of its queue if its `wait` leaves early
+/// (unwinds), so that no peer is left pointing into a dead frame.
+struct StaysQueued<'a, T, L: RawLock> {
+    rendezvous: &'a Rendezvous<T, L>,
+    side: Side,
+    packet: &'a Packet<T>,
+    armed: bool,
+}
+
+impl<T, L: RawLock> Drop for StaysQueued<'_, T, L> {
+    fn drop(&mut self) {
+        if self.armed {
+            // A message it got or still held is dropped with the frame: the
+            // caller is unwinding, as a panic in a blocking send or receive
+            // always did.
+            drop(self.rendezvous.withdraw(self.side, self.packet));
         }
     }
 }
