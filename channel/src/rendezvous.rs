@@ -646,7 +646,7 @@ impl<T, L: RawLock> Rendezvous<T, L> {
         queued(side);
         let packet = guard.packet;
         let settled = loop {
-            match self.look(&packet) {
+            match self.look(packet) {
                 Settled::Waiting => {}
                 settled => break settled,
             }
