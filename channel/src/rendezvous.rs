@@ -174,12 +174,21 @@ unsafe impl<T: Send> Sync for Packet<T> {}
 unsafe impl<T: Send> Send for Packet<T> {}
 
 impl<T> Packet<T> {
-    fn new(msg: Option<T>, waker: Waker, token: Option<(Arc<Token>, usize)>) -> Arc<Self> {
-        Arc::new(Packet {
+    /// A packet for a blocking `wait`'s frame.
+    fn framed(msg: Option<T>, waker: Waker) -> Self {
+        Packet {
             state: UpdtCell::new(WAITING),
             msg: UnsafeCell::new(msg),
             waker: UnsafeCell::new(waker),
+            token: None,
+        }
+    }
+
+    /// A packet shared with its owner (a future, a select, a re-offer).
+    fn new(msg: Option<T>, waker: Waker, token: Option<(Arc<Token>, usize)>) -> Arc<Self> {
+        Arc::new(Packet {
             token,
+            ..Packet::framed(msg, waker)
         })
     }
 
@@ -390,9 +399,8 @@ impl<T, L: RawLock> Rendezvous<T, L> {
     }
 
     /// [`arrive`](Self::arrive), queuing as `wait` says, at the front of the
-    /// side's queue if `first`. `Wait::Framed` queues the packet in the
-    /// caller's frame and answers `Queued` with a dangling `Arc`-free
-    /// marker: see [`Arrival::QueuedFramed`].
+    /// side's queue if `first`. With `Wait::Framed` the packet is put in the
+    /// caller's slot and the answer is [`Arrival::QueuedFramed`].
     fn arrive_at(
         &self,
         side: Side,
@@ -433,20 +441,18 @@ impl<T, L: RawLock> Rendezvous<T, L> {
             if other_gone() {
                 return Err(None);
             }
-            let (entry, shared) = match wait {
+            let (entry, queued) = match wait {
                 Wait::No => return Err(None),
                 Wait::Shared(make_waker) => {
                     let packet = Packet::new(msg.take(), make_waker(), None);
-                    (Entry::Shared(packet.clone()), Some(packet))
+                    (Entry::Shared(packet.clone()), Arrival::Queued(packet))
                 }
                 Wait::Framed(slot, make_waker) => {
-                    let packet = slot.insert(Packet {
-                        state: UpdtCell::new(WAITING),
-                        msg: UnsafeCell::new(msg.take()),
-                        waker: UnsafeCell::new(make_waker()),
-                        token: None,
-                    });
-                    (Entry::Framed(NonNull::from(&*packet)), None)
+                    let packet = slot.insert(Packet::framed(msg.take(), make_waker()));
+                    (
+                        Entry::Framed(NonNull::from(&*packet)),
+                        Arrival::QueuedFramed,
+                    )
                 }
             };
             let queue = q.of(side);
@@ -456,7 +462,7 @@ impl<T, L: RawLock> Rendezvous<T, L> {
                 queue.push_back(entry);
             }
             self.store_lens(q);
-            Err(Some(shared))
+            Err(Some(queued))
         });
         match served {
             Ok(peer) => {
@@ -468,8 +474,7 @@ impl<T, L: RawLock> Rendezvous<T, L> {
                 }
                 Arrival::Served(msg)
             }
-            Err(Some(Some(packet))) => Arrival::Queued(packet),
-            Err(Some(None)) => Arrival::QueuedFramed,
+            Err(Some(queued)) => queued,
             Err(None) if other_gone() => Arrival::Disconnected(msg),
             Err(None) => Arrival::Nobody(msg),
         }
@@ -644,7 +649,6 @@ impl<T, L: RawLock> Rendezvous<T, L> {
         // A select or a future of the other side may be waiting for a
         // partner to appear.
         queued(side);
-        let packet = guard.packet;
         let settled = loop {
             match self.look(packet) {
                 Settled::Waiting => {}

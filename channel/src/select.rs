@@ -504,6 +504,17 @@ fn scan<L: OpList + ?Sized>(ops: &mut L, start: usize, consume: bool) -> Option<
     None
 }
 
+/// Where a scan of `n` operations starts: the first if `biased`, else a
+/// random one (fairness).
+#[inline]
+fn first_op(n: usize, biased: bool) -> usize {
+    if biased {
+        0
+    } else {
+        random_below(n)
+    }
+}
+
 /// Runs a select: completes (`consume`) or finds ready (not `consume`) one
 /// operation, waiting as `wait` allows. `None`: none within the wait.
 #[inline]
@@ -513,9 +524,7 @@ fn drive<L: OpList + ?Sized>(
     consume: bool,
     biased: bool,
 ) -> Option<usize> {
-    let n = ops.count();
-    let start = if biased { 0 } else { random_below(n) };
-    if let Some(i) = scan(ops, start, consume) {
+    if let Some(i) = scan(ops, first_op(ops.count(), biased), consume) {
         return Some(i);
     }
     let deadline = match wait {
@@ -538,11 +547,7 @@ fn wait_for<L: OpList + ?Sized>(
     biased: bool,
 ) -> Option<usize> {
     let n = ops.count();
-    let start = |preferred: Option<usize>| match preferred {
-        Some(i) => i,
-        None if biased => 0,
-        None => random_below(n),
-    };
+    let start = |preferred: Option<usize>| preferred.unwrap_or_else(|| first_op(n, biased));
     let mut backoff = Backoff::new();
     loop {
         // Every attempt so far failed. The deadline is checked after an
@@ -603,7 +608,7 @@ fn block<L: OpList + ?Sized>(
         }
     }
     fence(Ordering::SeqCst);
-    let from = if biased { 0 } else { random_below(n) };
+    let from = first_op(n, biased);
     let find = |ops: &mut L, ready: &dyn Fn(&dyn Op) -> bool| {
         (0..n)
             .map(|k| (from + k) % n)

@@ -369,6 +369,15 @@ impl<const LONE_WAKER: bool> WaiterSlot<LONE_WAKER> {
         }
     }
 
+    /// Whether `waker` (the last registration's) already wakes `park`.
+    /// Called by the waiter side.
+    fn wakes(&self, park: &dyn Park) -> bool {
+        // SAFETY: we are the waiter side, the only writer of the cell;
+        // wakers may be reading it too, which is fine.
+        self.waker
+            .with(|w| unsafe { &*w }.as_ref().is_some_and(|w| park.will_wake(w)))
+    }
+
     /// Puts `fresh` in `waker`, for a waiter that `waker` would not wake.
     #[cold]
     #[inline(never)]
@@ -512,12 +521,7 @@ impl<const LONE_WAKER: bool> Waiters for WaiterSlot<LONE_WAKER> {
         if self.waiting.load(Ordering::Relaxed) != 0 {
             return self.queue_behind(park);
         }
-        // SAFETY: we are the waiter side, the only writer of the cell;
-        // wakers may be reading it too, which is fine.
-        let kept = self
-            .waker
-            .with(|w| unsafe { &*w }.as_ref().is_some_and(|w| park.will_wake(w)));
-        if !kept {
+        if !self.wakes(park) {
             self.replace_waker(park.waker());
         }
         // Release: a waker that loads this 1 (Acquire) sees the waker above.
@@ -574,12 +578,7 @@ impl<const LONE_WAKER: bool> Waiters for WaiterSlot<LONE_WAKER> {
         if !matches!(ticket, SlotTicket::Slot) {
             return false;
         }
-        let kept = self.waker.with(|w| {
-            // SAFETY: as in `register`: we are the waiter side, the only
-            // writer of the cell.
-            unsafe { &*w }.as_ref().is_some_and(|w| park.will_wake(w))
-        });
-        if !kept {
+        if !self.wakes(park) {
             // Another waker for the same registration: the task moved, or
             // `Waker::will_wake` does not recognise a clone (its vtable may
             // be duplicated across codegen units, as tokio's `block_on`
