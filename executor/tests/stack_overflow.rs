@@ -6,25 +6,12 @@ use std::process::ExitStatus;
 
 mod common;
 
-use common::in_child;
-
-#[inline(never)]
-fn recurse(depth: u64) -> u64 {
-    let frame = std::hint::black_box([depth; 128]);
-    if depth == u64::MAX {
-        return 0;
-    }
-    recurse(depth + 1).wrapping_add(std::hint::black_box(frame)[7])
-}
+use common::{in_child, recurse};
 
 /// Runs this binary's test `name` in a child process (see `common`);
 /// returns its exit status and stderr.
 fn run_child(name: &str) -> (ExitStatus, String) {
-    let out = common::run_child(name);
-    let status = out
-        .status
-        .unwrap_or_else(|| panic!("{name}: the child hung and was killed\n{}", out.both()));
-    (status, out.stderr)
+    common::exited(name, common::run_child(name))
 }
 
 #[test]

@@ -3,11 +3,11 @@
 //! honest spawn failure, and stack reuse.
 //!
 //! Overflows and environment-dependent cases run in child processes (this
-//! test binary, re-executed with `CHILD_ENV` naming the case).
+//! test binary, re-executed with `common::CHILD_ENV` naming the case).
 
 mod common;
 
-use std::process::{Command, ExitStatus};
+use std::process::ExitStatus;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,38 +15,15 @@ use std::time::{Duration, Instant};
 use swco_channel::{mpmc, spsc};
 use swco_executor::{GuardPages, JoinHandle, Runtime};
 
-const CHILD_ENV: &str = "SWCO_STACKS_TEST_CHILD";
+use common::{child_case, recurse};
+
 const GUARD_ENV: &str = "SWCO_GUARD_PAGES";
 
-#[inline(never)]
-fn recurse(depth: u64) -> u64 {
-    let frame = std::hint::black_box([depth; 128]);
-    if depth == u64::MAX {
-        return 0;
-    }
-    recurse(depth + 1).wrapping_add(std::hint::black_box(frame)[7])
-}
-
-/// The child case this process runs, if it is a child.
-fn child_case() -> Option<String> {
-    std::env::var(CHILD_ENV).ok()
-}
-
-/// Runs this binary's test `name` in a child process with `CHILD_ENV=case`
-/// and the extra environment `env`; returns its exit status and stderr.
+/// Runs this binary's test `name` in a child process with the child case
+/// `case` and the extra environment `env` (the guard-path variable taken
+/// out unless `env` sets it); returns its exit status and stderr.
 fn run_child(name: &str, case: &str, env: &[(&str, &str)]) -> (ExitStatus, String) {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--exact", name, "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, case)
-        .env_remove(GUARD_ENV);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().unwrap();
-    (
-        out.status,
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    common::exited(name, common::run_child_case(name, case, env, &[GUARD_ENV]))
 }
 
 fn guard_regions_supported() -> bool {

@@ -39,16 +39,38 @@ impl ChildOutput {
     }
 }
 
+/// The case a child started by [`run_child_case`] runs (the value of
+/// [`CHILD_ENV`]), if this process is such a child.
+pub fn child_case() -> Option<String> {
+    std::env::var(CHILD_ENV).ok()
+}
+
 /// Runs this binary's test `name` (exactly) in a child process with
 /// [`CHILD_ENV`] set, killing it after [`CHILD_HANG_GUARD`].
 pub fn run_child(name: &str) -> ChildOutput {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", name, "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, "1")
+    run_child_case(name, "1", &[], &[])
+}
+
+/// [`run_child`], with [`CHILD_ENV`] set to `case`, the variables `env`
+/// added and those named in `remove` taken out of the child's environment.
+pub fn run_child_case(
+    name: &str,
+    case: &str,
+    env: &[(&str, &str)],
+    remove: &[&str],
+) -> ChildOutput {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, case)
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::piped());
+    for k in remove {
+        cmd.env_remove(k);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
     // Both pipes are drained while the child runs, so that it never blocks
     // on a full one.
     let mut stderr = child.stderr.take().unwrap();
@@ -98,6 +120,25 @@ pub fn in_child_process(name: &str, body: impl FnOnce()) {
             "{name}: the child failed ({s})\n{output}"
         ),
     }
+}
+
+/// A child that must end by itself (not be killed as hung): its exit
+/// status and stderr. `name` labels the failure.
+pub fn exited(name: &str, out: ChildOutput) -> (ExitStatus, String) {
+    let status = out
+        .status
+        .unwrap_or_else(|| panic!("{name}: the child hung and was killed\n{}", out.both()));
+    (status, out.stderr)
+}
+
+/// Recurses until the stack overflows (each frame keeps 1 KiB live).
+#[inline(never)]
+pub fn recurse(depth: u64) -> u64 {
+    let frame = std::hint::black_box([depth; 128]);
+    if depth == u64::MAX {
+        return 0;
+    }
+    recurse(depth + 1).wrapping_add(std::hint::black_box(frame)[7])
 }
 
 /// Checks a child that overflowed a 32 KiB coroutine stack on executor 1:
