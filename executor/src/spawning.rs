@@ -6,7 +6,7 @@
 //! # Invariants
 //!
 //! * A spawn increments `live` *before* checking `closed` (both `SeqCst`):
-//!   the spawn side of the shutdown invariant stated in `runtime.rs`.
+//!   the spawn side of the shutdown invariant stated in `runtime/mod.rs`.
 //! * Coroutines spawned from inside a coroutine are accepted even while
 //!   closing: their parent is live, so shutdown is still waiting.
 //! * A job is never handed to an executor that has exited: the spawner's

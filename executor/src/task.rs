@@ -31,7 +31,7 @@ pub(crate) type Co = Coroutine<(), Suspend, (), stack::CoStack>;
 /// What every waker of a coroutine holds: enough to put it back on its home
 /// executor's run queue from any thread.
 ///
-/// Its [`Wake`](std::task::Wake) impl is in `executor.rs`, with the run
+/// Its [`Wake`](std::task::Wake) impl is in `executor/schedule.rs`, with the run
 /// queue it schedules onto.
 pub(crate) struct TaskHeader {
     pub(crate) state: WakeState,

@@ -11,216 +11,34 @@
 //!   `shutdown_timeout`, told to cancel what is left), and every executor
 //!   thread is joined before shutdown returns.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+//!
+//! The builder is in `builder.rs`; what code inside a coroutine calls on
+//! its own runtime (`spawn`, `yield_now`, `sleep`, `current_cpe`) is in
+//! `current.rs`.
+
+mod builder;
+mod current;
+
+pub use builder::{RuntimeBuilder, DEFAULT_EXECUTORS, MAX_EXECUTORS};
+pub use current::{current_cpe, sleep, sleep_until, spawn, yield_now};
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::sync::Parker;
-
 use crate::error::{BuildError, ShutdownTimeout, SpawnError};
-use crate::executor::{self, Local};
+use crate::executor::Local;
 use crate::join::{JoinError, JoinHandle, JoinSlot};
-use crate::panic_hook::install_panic_hook;
-use crate::park;
-use crate::placement::Placement;
-use crate::shared::{ExecutorShared, RuntimeShared, StopMode};
-use crate::stack::{self, page_size, DEFAULT_STACK_SIZE, MIN_STACK_SIZE};
+use crate::shared::{RuntimeShared, StopMode};
+use crate::stack;
 use crate::stats::{ExecutorStats, Stats};
-use crate::task::Suspend;
-
-/// The default number of executors: one per CPE of an SW26010 core group.
-pub const DEFAULT_EXECUTORS: usize = 64;
-
-/// The largest executor count [`RuntimeBuilder::build`] accepts (a whole
-/// SW26010 chip has 256 CPEs). Each executor is an OS thread with its own
-/// thread stack and signal stack; tens of thousands of them exhaust the
-/// kernel's mapping limit and abort inside the thread start.
-pub const MAX_EXECUTORS: usize = 4096;
 
 /// How long a cancelling shutdown waits, after its timeout, for cancelled
 /// coroutines to finish unwinding while none finishes. Unwinding normally
 /// takes microseconds; a coroutine that stays blocked longer is blocked in a
 /// `Drop` (or never yields), and its executor is then left running, detached.
 const CANCEL_PATIENCE: Duration = Duration::from_millis(200);
-
-/// Configures and builds a [`Runtime`].
-///
-/// ```
-/// use swco_executor::{Placement, Runtime};
-/// let rt = Runtime::builder()
-///     .executors(4)
-///     .stack_size(32 * 1024)
-///     .placement(Placement::LeastLoaded)
-///     .build()
-///     .unwrap();
-/// assert_eq!(rt.executors(), 4);
-/// ```
-#[derive(Debug, Clone)]
-pub struct RuntimeBuilder {
-    executors: usize,
-    stack_size: usize,
-    placement: Placement,
-    guard_pages: stack::GuardPages,
-    max_stacks: usize,
-}
-
-impl Default for RuntimeBuilder {
-    fn default() -> Self {
-        RuntimeBuilder {
-            executors: DEFAULT_EXECUTORS,
-            stack_size: DEFAULT_STACK_SIZE,
-            placement: Placement::default(),
-            guard_pages: stack::GuardPages::Auto,
-            max_stacks: usize::MAX,
-        }
-    }
-}
-
-impl RuntimeBuilder {
-    /// A builder with the defaults: 64 executors, 64 KiB stacks, local
-    /// placement with stealing.
-    #[must_use]
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The number of CPE executors (OS threads, named `swco-cpe-<i>`).
-    /// Zero is a [`BuildError::NoExecutors`], more than [`MAX_EXECUTORS`] a
-    /// [`BuildError::TooManyExecutors`].
-    #[must_use]
-    pub fn executors(mut self, n: usize) -> Self {
-        self.executors = n;
-        self
-    }
-
-    /// Usable bytes per coroutine stack (rounded up to whole pages; a guard
-    /// page is added below). Less than [`MIN_STACK_SIZE`] is a
-    /// [`BuildError::StackTooSmall`].
-    #[must_use]
-    pub fn stack_size(mut self, bytes: usize) -> Self {
-        self.stack_size = bytes;
-        self
-    }
-
-    /// How the guard page below each coroutine stack is made (see
-    /// [`GuardPages`](stack::GuardPages)); [`Runtime::guard_pages`] reports
-    /// the path taken. With the default, `Auto`, the environment variable
-    /// `SWCO_GUARD_PAGES` (`madvise`, `mprotect` or `auto`) decides, else
-    /// the kernel's support for guard regions. An explicit
-    /// `GuardRegion` on a kernel without them (before Linux 6.13) is a
-    /// [`BuildError::StackTooLarge`] naming the cause.
-    #[must_use]
-    pub fn guard_pages(mut self, how: stack::GuardPages) -> Self {
-        self.guard_pages = how;
-        self
-    }
-
-    /// The most coroutine stacks each executor may hold (live and free):
-    /// a spawn beyond it is refused (`JoinError::is_refused`). For tests of
-    /// spawn failure; unlimited by default.
-    #[doc(hidden)]
-    #[must_use]
-    pub fn max_stacks(mut self, per_executor: usize) -> Self {
-        self.max_stacks = per_executor;
-        self
-    }
-
-    /// The placement policy of [`Runtime::spawn`].
-    #[must_use]
-    pub fn placement(mut self, placement: Placement) -> Self {
-        self.placement = placement;
-        self
-    }
-
-    /// Starts the executor threads.
-    ///
-    /// The first build also wraps the process's panic hook (whatever hook is
-    /// set then keeps running): for a panic in a coroutine, the hook runs
-    /// with suspension forbidden (a hook that blocks parks the executor
-    /// thread), and near the bottom of a small coroutine stack it runs on the
-    /// executor's stack rather than overflowing. A hook set after the first
-    /// build replaces the wrapper: it then runs on the coroutine's stack, and
-    /// must neither block nor need much stack.
-    ///
-    /// # Errors
-    ///
-    /// [`BuildError`] for zero executors, a stack below [`MIN_STACK_SIZE`] or
-    /// too large to map, or a failure to start a thread.
-    // The lock is never poisoned: nothing panics while holding it.
-    #[allow(clippy::missing_panics_doc)]
-    pub fn build(self) -> Result<Runtime, BuildError> {
-        if self.executors == 0 {
-            return Err(BuildError::NoExecutors);
-        }
-        if self.executors > MAX_EXECUTORS {
-            return Err(BuildError::TooManyExecutors {
-                requested: self.executors,
-                maximum: MAX_EXECUTORS,
-            });
-        }
-        if self.stack_size < MIN_STACK_SIZE {
-            return Err(BuildError::StackTooSmall {
-                requested: self.stack_size,
-                minimum: MIN_STACK_SIZE,
-            });
-        }
-        install_panic_hook();
-        let page = page_size();
-        let too_large = |error| BuildError::StackTooLarge {
-            requested: self.stack_size,
-            error,
-        };
-        let stack_size = self
-            .stack_size
-            .checked_next_multiple_of(page)
-            .filter(|s| {
-                s.checked_add(2 * page)
-                    .is_some_and(|t| t <= isize::MAX as usize)
-            })
-            .ok_or_else(|| too_large(std::io::Error::from(std::io::ErrorKind::InvalidInput)))?;
-        // Pick the guard-page path and map one stack now, so a size the OS
-        // cannot provide (or a guard path it lacks) is a build error rather
-        // than a failure at every spawn.
-        let stacks = stack::StackConfig::new(stack_size, self.guard_pages, self.max_stacks)
-            .map_err(too_large)?;
-
-        let parkers: Vec<Parker> = (0..self.executors).map(|_| Parker::new()).collect();
-        let executors: Vec<Arc<ExecutorShared>> = parkers
-            .iter()
-            .enumerate()
-            .map(|(i, p)| Arc::new(ExecutorShared::new(i, p.unparker())))
-            .collect();
-        let shared = Arc::new(RuntimeShared {
-            executors,
-            placement: self.placement,
-            next: AtomicUsize::new(0),
-            live: AtomicUsize::new(0),
-            closed: AtomicBool::new(false),
-            idle: Mutex::new(()),
-            idle_changed: Condvar::new(),
-        });
-        let runtime = Runtime {
-            shared: shared.clone(),
-            threads: Mutex::new(Vec::with_capacity(self.executors)),
-            stack_size,
-            guard_pages: stacks.guard_pages(),
-        };
-        for (i, parker) in parkers.into_iter().enumerate() {
-            let exec = shared.executors[i].clone();
-            let rt = shared.clone();
-            let started = thread::Builder::new()
-                .name(format!("swco-cpe-{i}"))
-                .spawn(move || executor::run_executor(exec, rt, parker, stacks, park::install));
-            match started {
-                Ok(t) => runtime.threads.lock().unwrap().push(t),
-                // Dropping `runtime` stops and joins the threads started so far.
-                Err(e) => return Err(BuildError::Thread(e)),
-            }
-        }
-        Ok(runtime)
-    }
-}
 
 /// A swco runtime: `executors` CPE executor threads and the scheduler that
 /// places coroutines on them.
@@ -548,117 +366,4 @@ impl std::fmt::Debug for Runtime {
             .field("placement", &self.shared.placement)
             .finish()
     }
-}
-
-/// Spawns a coroutine on the current coroutine's runtime, placed by its
-/// policy.
-///
-/// ```
-/// # use swco_executor::Runtime;
-/// let rt = Runtime::builder().executors(2).build().unwrap();
-/// let h = rt.spawn(|| swco_executor::spawn(|| 1 + 1).join().unwrap());
-/// assert_eq!(h.join().unwrap(), 2);
-/// ```
-///
-/// # Panics
-///
-/// If called outside a coroutine (there is no runtime to spawn on): use
-/// [`Runtime::spawn`] there.
-pub fn spawn<F, T>(f: F) -> JoinHandle<T>
-where
-    F: FnOnce() -> T + Send + 'static,
-    T: Send + 'static,
-{
-    let local = Local::current()
-        .filter(|l| l.in_coroutine())
-        .expect("swco::spawn called outside a coroutine; use Runtime::spawn from plain threads");
-    let rt = local.runtime.clone();
-    let (cpe, stealable) = rt.place();
-    match rt.submit(cpe, f, true, stealable) {
-        Ok(h) => h,
-        Err(e) => unreachable!("spawn from a live coroutine cannot fail: {e}"),
-    }
-}
-
-/// Lets the other runnable coroutines of this executor run, then continues.
-/// Outside a coroutine (or inside a panic hook), yields the OS thread.
-pub fn yield_now() {
-    match Local::current().filter(|l| l.can_suspend()) {
-        Some(local) => {
-            // A cancellation a rendezvous receive put off goes on now.
-            swco_channel::hook::resume_deferred_unwind();
-            local.suspend(Suspend::Yield)
-        }
-        None => thread::yield_now(),
-    }
-}
-
-/// Suspends the current coroutine for at least `duration`, on its
-/// executor's timer: the executor's other coroutines keep running, which
-/// `std::thread::sleep` would stop. Outside a coroutine (or inside a panic
-/// hook) it is `std::thread::sleep`.
-///
-/// A cancelling shutdown (`Runtime::shutdown_timeout`) unwinds a sleeping
-/// coroutine like a blocked one.
-///
-/// ```
-/// use std::time::{Duration, Instant};
-///
-/// let rt = swco_executor::Runtime::builder().executors(1).build().unwrap();
-/// // Two sleepers on one executor overlap: the second does not wait for
-/// // the first.
-/// let start = Instant::now();
-/// let a = rt.spawn_on(0, || swco_executor::sleep(Duration::from_millis(50))).unwrap();
-/// let b = rt.spawn_on(0, || swco_executor::sleep(Duration::from_millis(50))).unwrap();
-/// a.join().unwrap();
-/// b.join().unwrap();
-/// assert!(start.elapsed() >= Duration::from_millis(50));
-/// ```
-pub fn sleep(duration: Duration) {
-    match Instant::now().checked_add(duration) {
-        Some(deadline) => sleep_until(deadline),
-        // Further than `Instant` reaches: for ever, as good as.
-        None => loop {
-            sleep_until(Instant::now() + Duration::from_secs(3600 * 24 * 365));
-        },
-    }
-}
-
-/// Suspends the current coroutine until `deadline` (at once if it has
-/// passed), on its executor's timer; see [`sleep`]. Outside a coroutine it
-/// sleeps the OS thread.
-// The `expect` states an internal invariant; callers cannot reach it.
-#[allow(clippy::missing_panics_doc)]
-pub fn sleep_until(deadline: Instant) {
-    loop {
-        let now = Instant::now();
-        if now >= deadline {
-            return;
-        }
-        match Local::current().filter(|l| l.can_suspend()) {
-            Some(local) => {
-                let header = local
-                    .running_header()
-                    .expect("a coroutine that can suspend is running");
-                // A cancellation a rendezvous receive put off goes on now.
-                swco_channel::hook::resume_deferred_unwind();
-                // Nobody holds a waker for this coroutine, so only the
-                // timer (or a cancelling shutdown) resumes it; the loop
-                // absorbs any early return all the same.
-                if header.state.prepare_park() {
-                    local.suspend(Suspend::Park(Some(deadline)));
-                }
-            }
-            None => thread::sleep(deadline - now),
-        }
-    }
-}
-
-/// The index of the executor (CPE) running the current coroutine; `None`
-/// outside a coroutine.
-#[must_use]
-pub fn current_cpe() -> Option<usize> {
-    Local::current()
-        .filter(|l| l.in_coroutine())
-        .map(|l| l.shared.index)
 }

@@ -1,0 +1,260 @@
+//! A coroutine's life on its executor: queued as a [`Job`] that holds no
+//! stack ([`Local::start`]), given a stack and a coroutine when it first
+//! runs ([`Local::launch`]), resumed ([`Local::run_task`]), suspended
+//! ([`Local::suspend`]), and finished, its stack back in the pool.
+//!
+//! # Invariants
+//!
+//! * A job gets a stack only when it first runs; a job that cannot get one
+//!   is refused through its join handle, never dropped silently.
+//! * A task leaves its slot only when its coroutine has returned; its
+//!   stack then goes back to the pool and its slot is released, once.
+//! * A coroutine suspends only through its own yielder, on its own stack,
+//!   and only when it may (`no_suspend` is zero).
+//! * A cancelling shutdown raises [`Cancelled`] in a coroutine at most once,
+//!   and never while it is already unwinding.
+//! * Nothing unwinds out of a coroutine into the executor loop: the job
+//!   catches its closure's panics, and the coroutine body catches the rest.
+
+use std::cell::Cell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+
+use super::Local;
+use crate::job::{Cancelled, Job, Start};
+use crate::panic::report_escaped_panic;
+use crate::shared::bump;
+use crate::stack;
+use crate::task::{Suspend, Task, TaskHeader};
+
+impl Local {
+    /// Suspends the running coroutine. When it is resumed by a cancelling
+    /// shutdown, this unwinds (with [`Cancelled`]) instead of returning.
+    ///
+    /// # Panics
+    ///
+    /// If the running coroutine may not suspend (see [`Local::can_suspend`]);
+    /// callers check first.
+    pub(crate) fn suspend(&self, why: Suspend) {
+        assert!(self.can_suspend(), "swco: suspend outside a coroutine");
+        let yielder = self.yielder.get();
+        // SAFETY: `yielder` is the running coroutine's Yielder: set when the
+        // coroutine started (or restored before resuming it), it lives on
+        // that coroutine's stack, which is the stack we are on now; and we
+        // are on that stack, not on a foreign one (`no_suspend` is zero:
+        // `on_executor_stack` is only entered with it raised).
+        unsafe { (*yielder).suspend(why) };
+        self.raise_cancel();
+    }
+
+    /// Raises [`Cancelled`] in the running coroutine if a cancelling shutdown
+    /// wants it gone and it has not been dealt with yet.
+    ///
+    /// Not while the coroutine is already unwinding (a `Drop` that blocks
+    /// during a panic): a second panic there would abort the process. The
+    /// panic count is per thread, so `thread::panicking` may also be true
+    /// because *another* coroutine of this executor is parked mid-unwind;
+    /// then this coroutine is left to run and tried again later
+    /// ([`Local::kick_cancel`]).
+    fn raise_cancel(&self) {
+        if !self.cancelling.get() || std::thread::panicking() {
+            return;
+        }
+        let Some(header) = self.running_header() else {
+            return;
+        };
+        // Relaxed: only this thread touches the flag.
+        if !header.cancel_raised.swap(true, Ordering::Relaxed) {
+            std::panic::resume_unwind(Box::new(Cancelled));
+        }
+    }
+
+    /// Runs `f` with suspension forbidden: a channel operation or join that
+    /// blocks inside parks the OS thread, as on a plain thread.
+    pub(crate) fn without_suspending<R>(&self, f: impl FnOnce() -> R) -> R {
+        struct Allow<'a>(&'a Cell<u32>);
+        impl Drop for Allow<'_> {
+            fn drop(&mut self) {
+                self.0.set(self.0.get() - 1);
+            }
+        }
+        self.no_suspend.set(self.no_suspend.get() + 1);
+        let _allow = Allow(&self.no_suspend);
+        f()
+    }
+
+    /// Runs `f` on the executor thread's own stack (the one that resumed the
+    /// running coroutine), then returns to the coroutine.
+    pub(crate) fn on_executor_stack(&self, f: impl FnOnce()) {
+        let yielder = self.yielder.get();
+        if yielder.is_null() {
+            return f();
+        }
+        /// corosensei asks for `Send` so a Yielder reference cannot reach
+        /// another thread; `on_parent_stack` switches stacks, not threads.
+        struct SameThread<F>(F);
+        // SAFETY: the closure runs on this very OS thread (only the stack
+        // changes) and carries no reference to the Yielder.
+        unsafe impl<F> Send for SameThread<F> {}
+        let f = SameThread(f);
+        // SAFETY: as in `suspend`: a non-null yielder is the running
+        // coroutine's, alive on the stack we are on.
+        unsafe { &*yielder }.on_parent_stack(move || {
+            let f = f;
+            (f.0)()
+        });
+    }
+
+    /// Queues `job`, which holds no stack until it first runs. A stealable
+    /// job (placed by [`Placement::Local`](crate::Placement::Local)) joins
+    /// the local spawns: the newest starts first (depth-first), and idle
+    /// executors may steal the oldest. Others (pinned, or placed by another
+    /// policy) start in arrival order, here.
+    pub(crate) fn start(&self, job: Job) {
+        if !job.stealable() {
+            return self.placed.borrow_mut().push_back(job);
+        }
+        self.spawns.push(job);
+        // More than the one we are about to run next: worth an idle hand.
+        if self.spawns.len() > 1 {
+            self.runtime.offer_work(self.shared.index);
+        }
+    }
+
+    /// Gives `job` a stack and a coroutine, and runs it.
+    pub(super) fn launch(&self, job: Job) {
+        let counted_on = job.counted_on();
+        if counted_on != self.shared.index {
+            // A stolen job: its count moves here as it starts. Relaxed,
+            // both: the victim cannot exit before this (its count still
+            // includes the job), and we are running, not exiting.
+            self.shared.live.fetch_add(1, Ordering::Relaxed);
+            self.runtime.executor_shared()[counted_on]
+                .live
+                .fetch_sub(1, Ordering::Relaxed);
+        }
+        let taken = self.pool.borrow_mut().take();
+        let stack = match taken {
+            Ok((stack, fresh)) => {
+                bump(&self.shared.counters.stacks_mapped, u64::from(fresh));
+                stack
+            }
+            Err(e) => {
+                // Out of address space or memory: refuse this coroutine, but
+                // keep the executor up. Its join handle says why; stderr says
+                // it once per executor, for coroutines nobody joins.
+                let why = format!(
+                    "executor swco-cpe-{} cannot map a coroutine stack of {} bytes: {e}",
+                    self.shared.index,
+                    self.pool.borrow().stack_size()
+                );
+                if !self.refusal_reported.replace(true) {
+                    eprintln!("swco: {why}; such spawns are refused (JoinError::is_refused)");
+                }
+                // The job catches whatever its closure's `Drop` does; it runs
+                // here, on the executor's stack, where blocking parks the
+                // thread.
+                job.run(Start::Refuse(why));
+                bump(&self.shared.counters.spawned, 1);
+                self.finished_one();
+                return;
+            }
+        };
+        let slot = self.tasks.borrow_mut().reserve();
+        let header = Arc::new(TaskHeader::new(slot, self.shared.clone()));
+        let guard = stack::guard_low(&stack);
+        let co = Coroutine::with_stack(stack, move |yielder: &Yielder<(), Suspend>, ()| {
+            let mut start = Start::Run;
+            if let Some(local) = Local::current() {
+                local.yielder.set(yielder);
+                if local.cancelling.get() {
+                    // Cancelled before it ever ran: only drop the closure.
+                    if let Some(header) = local.running_header() {
+                        // Relaxed: only this thread touches the flag.
+                        header.cancel_raised.store(true, Ordering::Relaxed);
+                    }
+                    start = Start::Cancel;
+                }
+            }
+            // The job catches its closure's panics and those of the `Drop`s
+            // it runs. This is the last line: nothing may unwind out of a
+            // coroutine into the executor loop, or the executor dies.
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| job.run(start))) {
+                report_escaped_panic(payload);
+            }
+            // A cancellation that a rendezvous receive put off, in a
+            // coroutine that then finished without suspending: nothing is
+            // left to cancel, and it must not go on in the next coroutine.
+            swco_channel::hook::discard_deferred_unwind();
+        });
+        self.tasks.borrow_mut().put(
+            slot,
+            Box::new(Task {
+                co,
+                header,
+                yielder: std::ptr::null(),
+                guard,
+                timer_seq: 0,
+            }),
+        );
+        bump(&self.shared.counters.spawned, 1);
+        self.run_task(slot);
+    }
+
+    pub(super) fn run_task(&self, slot: usize) {
+        let ptr = self.tasks.borrow().ptr(slot);
+        if ptr.is_null() {
+            debug_assert!(false, "run queue named an empty slot");
+            return;
+        }
+        // SAFETY: a non-null slot points at a live task owned by the wait
+        // queue. It stays in its slot, alive and unaliased, until this
+        // function takes it out below: only the executor loop (this thread,
+        // between resumes) reaches a task through its slot, and code run by
+        // the resume touches other slots only (see `TaskTable`).
+        let task = unsafe { &mut *ptr };
+        // Woken before its deadline, if it had one.
+        self.disarm_timer(task);
+        self.running.set(&task.header);
+        self.yielder.set(task.yielder);
+        stack::set_running_guard(task.guard);
+        bump(&self.shared.counters.switches, 1);
+        let result = task.co.resume(());
+        stack::set_running_guard(0);
+        task.yielder = self.yielder.replace(std::ptr::null());
+        self.running.set(std::ptr::null());
+        match result {
+            CoroutineResult::Yield(Suspend::Yield) => {
+                self.run_queue.borrow_mut().0.push_back(slot);
+            }
+            CoroutineResult::Yield(Suspend::Park(deadline)) => {
+                bump(&self.shared.counters.blocks, 1);
+                if let Some(d) = deadline {
+                    self.arm_timer(slot, task, d);
+                }
+            }
+            CoroutineResult::Return(()) => {
+                let task = self.tasks.borrow_mut().take(slot);
+                let Some(task) = task else {
+                    unreachable!("the finished task left its slot")
+                };
+                let stack = task.co.into_stack();
+                self.pool.borrow_mut().give_back(stack);
+                self.tasks.borrow_mut().release(slot);
+                self.finished_one();
+            }
+        }
+    }
+
+    fn finished_one(&self) {
+        self.finished_while_cancelling.set(true);
+        bump(&self.shared.counters.finished, 1);
+        // Relaxed: a load figure for placement and reports; the runtime-wide
+        // count below is what shutdown synchronises on.
+        self.shared.live.fetch_sub(1, Ordering::Relaxed);
+        self.runtime.finished_one();
+    }
+}

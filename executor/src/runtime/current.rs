@@ -1,0 +1,124 @@
+//! What code inside a coroutine calls on its own runtime and executor:
+//! [`spawn`], [`yield_now`], [`sleep`], [`sleep_until`], [`current_cpe`].
+//! Outside a coroutine, `sleep` falls back to the thread's sleep, and
+//! `spawn` panics (there is no runtime to spawn on).
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::executor::Local;
+use crate::join::JoinHandle;
+use crate::task::Suspend;
+
+/// Spawns a coroutine on the current coroutine's runtime, placed by its
+/// policy.
+///
+/// ```
+/// # use swco_executor::Runtime;
+/// let rt = Runtime::builder().executors(2).build().unwrap();
+/// let h = rt.spawn(|| swco_executor::spawn(|| 1 + 1).join().unwrap());
+/// assert_eq!(h.join().unwrap(), 2);
+/// ```
+///
+/// # Panics
+///
+/// If called outside a coroutine (there is no runtime to spawn on): use
+/// [`Runtime::spawn`](crate::Runtime::spawn) there.
+pub fn spawn<F, T>(f: F) -> JoinHandle<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let local = Local::current()
+        .filter(|l| l.in_coroutine())
+        .expect("swco::spawn called outside a coroutine; use Runtime::spawn from plain threads");
+    let rt = local.runtime.clone();
+    let (cpe, stealable) = rt.place();
+    match rt.submit(cpe, f, true, stealable) {
+        Ok(h) => h,
+        Err(e) => unreachable!("spawn from a live coroutine cannot fail: {e}"),
+    }
+}
+
+/// Lets the other runnable coroutines of this executor run, then continues.
+/// Outside a coroutine (or inside a panic hook), yields the OS thread.
+pub fn yield_now() {
+    match Local::current().filter(|l| l.can_suspend()) {
+        Some(local) => {
+            // A cancellation a rendezvous receive put off goes on now.
+            swco_channel::hook::resume_deferred_unwind();
+            local.suspend(Suspend::Yield)
+        }
+        None => thread::yield_now(),
+    }
+}
+
+/// Suspends the current coroutine for at least `duration`, on its
+/// executor's timer: the executor's other coroutines keep running, which
+/// `std::thread::sleep` would stop. Outside a coroutine (or inside a panic
+/// hook) it is `std::thread::sleep`.
+///
+/// A cancelling shutdown (`Runtime::shutdown_timeout`) unwinds a sleeping
+/// coroutine like a blocked one.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// let rt = swco_executor::Runtime::builder().executors(1).build().unwrap();
+/// // Two sleepers on one executor overlap: the second does not wait for
+/// // the first.
+/// let start = Instant::now();
+/// let a = rt.spawn_on(0, || swco_executor::sleep(Duration::from_millis(50))).unwrap();
+/// let b = rt.spawn_on(0, || swco_executor::sleep(Duration::from_millis(50))).unwrap();
+/// a.join().unwrap();
+/// b.join().unwrap();
+/// assert!(start.elapsed() >= Duration::from_millis(50));
+/// ```
+pub fn sleep(duration: Duration) {
+    match Instant::now().checked_add(duration) {
+        Some(deadline) => sleep_until(deadline),
+        // Further than `Instant` reaches: for ever, as good as.
+        None => loop {
+            sleep_until(Instant::now() + Duration::from_secs(3600 * 24 * 365));
+        },
+    }
+}
+
+/// Suspends the current coroutine until `deadline` (at once if it has
+/// passed), on its executor's timer; see [`sleep`]. Outside a coroutine it
+/// sleeps the OS thread.
+// The `expect` states an internal invariant; callers cannot reach it.
+#[allow(clippy::missing_panics_doc)]
+pub fn sleep_until(deadline: Instant) {
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            return;
+        }
+        match Local::current().filter(|l| l.can_suspend()) {
+            Some(local) => {
+                let header = local
+                    .running_header()
+                    .expect("a coroutine that can suspend is running");
+                // A cancellation a rendezvous receive put off goes on now.
+                swco_channel::hook::resume_deferred_unwind();
+                // Nobody holds a waker for this coroutine, so only the
+                // timer (or a cancelling shutdown) resumes it; the loop
+                // absorbs any early return all the same.
+                if header.state.prepare_park() {
+                    local.suspend(Suspend::Park(Some(deadline)));
+                }
+            }
+            None => thread::sleep(deadline - now),
+        }
+    }
+}
+
+/// The index of the executor (CPE) running the current coroutine; `None`
+/// outside a coroutine.
+#[must_use]
+pub fn current_cpe() -> Option<usize> {
+    Local::current()
+        .filter(|l| l.in_coroutine())
+        .map(|l| l.shared.index)
+}
