@@ -1,4 +1,4 @@
-//! A coroutine's job: the boxed body an executor starts (once), how it is
+//! A coroutine's job: the body an executor starts (once), how it is
 //! told to start ([`Start`]), and the payload a cancelling shutdown unwinds
 //! it with ([`Cancelled`]).
 //!
@@ -6,14 +6,35 @@
 //!
 //! * A job holds no stack until it first runs: only unstarted jobs may move
 //!   between executors (by stealing), and only if [`Job::stealable`].
-//! * The executor calls a job's body exactly once, with the [`Start`] that
-//!   says whether to run the user's closure or only to drop it.
+//! * A job's body is launched exactly once: by the executor, with the
+//!   [`Start`] that says whether to run the user's closure or only to drop
+//!   it; or, if the job is dropped unstarted, as cancelled, so its joiner
+//!   is released.
 
-/// A coroutine body, boxed so it can travel to its home executor. The
-/// executor calls it exactly once, saying whether to run the user's closure
-/// or only to drop it (see [`Start`]).
+use std::sync::Arc;
+
+/// What a [`Job`] starts: a spawned coroutine's closure and the join slot
+/// its result goes to, in one allocation (`Spawned` in `spawning.rs`).
+pub(crate) trait Launch: Send + Sync {
+    /// Runs (or, per `start`, only drops) the closure and completes the
+    /// join slot.
+    ///
+    /// # Safety
+    ///
+    /// Called at most once per allocation: only by the [`Job`] that owns
+    /// the one `Arc<dyn Launch>` made for it, which is never cloned. The
+    /// implementation takes the closure out of a cell without a lock on
+    /// that promise.
+    unsafe fn launch(self: Arc<Self>, start: Start);
+}
+
+/// A coroutine body, on its way to its home executor. The executor starts
+/// it exactly once, saying whether to run the user's closure or only to
+/// drop it (see [`Start`]); a job dropped without being started (its
+/// executor gone) drops the closure and reports "cancelled".
 pub(crate) struct Job {
-    body: Box<dyn FnOnce(Start) + Send>,
+    /// `None` only once started.
+    body: Option<Arc<dyn Launch>>,
     /// Placed by [`Placement::Local`](crate::Placement::Local): it may be
     /// started by another executor that steals it. Pinned jobs and jobs
     /// placed by the other policies start where they were placed.
@@ -25,13 +46,11 @@ pub(crate) struct Job {
 }
 
 impl Job {
-    pub(crate) fn new(
-        body: Box<dyn FnOnce(Start) + Send>,
-        stealable: bool,
-        counted_on: usize,
-    ) -> Self {
+    /// A job for `body`, which must be the only `Arc` of its allocation
+    /// that can reach [`Launch::launch`].
+    pub(crate) fn new(body: Arc<dyn Launch>, stealable: bool, counted_on: usize) -> Self {
         Job {
-            body,
+            body: Some(body),
             stealable,
             counted_on,
         }
@@ -47,8 +66,21 @@ impl Job {
         self.stealable
     }
 
-    pub(crate) fn run(self, start: Start) {
-        (self.body)(start)
+    pub(crate) fn run(mut self, start: Start) {
+        if let Some(body) = self.body.take() {
+            // SAFETY: `body` is this job's own `Arc`, taken out of it, so
+            // this is the one launch of its allocation (see `Job::new`).
+            unsafe { body.launch(start) }
+        }
+    }
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        if let Some(body) = self.body.take() {
+            // SAFETY: as in `run`: the job's own `Arc`, launched once.
+            unsafe { body.launch(Start::Cancel) }
+        }
     }
 }
 

@@ -124,6 +124,41 @@ impl fmt::Display for JoinError {
 
 impl std::error::Error for JoinError {}
 
+/// Whatever holds a [`JoinSlot`]: the slot alone ([`JoinSlot::pair`]), or a
+/// spawned coroutine's one allocation, which also carries its closure
+/// (`spawning.rs`), so a spawn allocates once for both.
+#[doc(hidden)]
+pub trait HoldsSlot<T>: Send + Sync {
+    /// The slot.
+    fn slot(&self) -> &JoinSlot<T>;
+}
+
+impl<T: Send> HoldsSlot<T> for JoinSlot<T> {
+    fn slot(&self) -> &JoinSlot<T> {
+        self
+    }
+}
+
+/// How a handle or completer reaches its slot. With `std`, through whatever
+/// allocation holds it (loom's `Arc` cannot hold a trait object; the models
+/// use bare slots).
+#[cfg(not(loom))]
+pub(crate) type SlotRef<T> = std::sync::Arc<dyn HoldsSlot<T>>;
+#[cfg(loom)]
+pub(crate) type SlotRef<T> = Arc<JoinSlot<T>>;
+
+#[cfg(not(loom))]
+#[inline]
+fn slot_of<T>(r: &SlotRef<T>) -> &JoinSlot<T> {
+    r.slot()
+}
+
+#[cfg(loom)]
+#[inline]
+fn slot_of<T>(r: &SlotRef<T>) -> &JoinSlot<T> {
+    r
+}
+
 struct SlotState<T> {
     result: Option<Result<T, JoinError>>,
     done: bool,
@@ -136,26 +171,35 @@ pub struct JoinSlot<T> {
     state: Mutex<SlotState<T>>,
 }
 
-impl<T> JoinSlot<T> {
+impl<T: Send + 'static> JoinSlot<T> {
     /// A new, empty slot, with its producing and consuming ends.
     #[must_use]
     pub fn pair() -> (Completer<T>, JoinHandle<T>) {
-        let slot = Arc::new(JoinSlot {
+        let slot: SlotRef<T> = Arc::new(JoinSlot::new());
+        (
+            Completer {
+                slot: Some(slot.clone()),
+            },
+            JoinHandle::new(slot),
+        )
+    }
+}
+
+impl<T> JoinSlot<T> {
+    /// An empty slot, for embedding in a larger allocation.
+    pub(crate) fn new() -> Self {
+        JoinSlot {
             state: Mutex::new(SlotState {
                 result: None,
                 done: false,
                 joiner: None,
             }),
-        });
-        (
-            Completer {
-                slot: Some(slot.clone()),
-            },
-            JoinHandle { slot, cpe: None },
-        )
+        }
     }
 
-    fn complete(&self, result: Result<T, JoinError>) {
+    /// Stores the coroutine's outcome (unless the slot is already
+    /// complete) and wakes the joiner, if any.
+    pub(crate) fn complete(&self, result: Result<T, JoinError>) {
         let joiner = {
             let mut s = self.state.lock().unwrap();
             if s.done {
@@ -175,14 +219,14 @@ impl<T> JoinSlot<T> {
 /// completes the slot with "cancelled".
 #[doc(hidden)]
 pub struct Completer<T> {
-    slot: Option<Arc<JoinSlot<T>>>,
+    slot: Option<SlotRef<T>>,
 }
 
 impl<T> Completer<T> {
     /// Stores the coroutine's outcome and wakes the joiner, if any.
     pub fn complete(mut self, result: Result<T, JoinError>) {
         if let Some(slot) = self.slot.take() {
-            slot.complete(result);
+            slot_of(&slot).complete(result);
         }
     }
 }
@@ -190,7 +234,7 @@ impl<T> Completer<T> {
 impl<T> Drop for Completer<T> {
     fn drop(&mut self) {
         if let Some(slot) = self.slot.take() {
-            slot.complete(Err(JoinError::cancelled()));
+            slot_of(&slot).complete(Err(JoinError::cancelled()));
         }
     }
 }
@@ -207,11 +251,16 @@ impl<T> Drop for Completer<T> {
 /// assert_eq!(h.join().unwrap(), 42);
 /// ```
 pub struct JoinHandle<T> {
-    slot: Arc<JoinSlot<T>>,
+    slot: SlotRef<T>,
     cpe: Option<usize>,
 }
 
 impl<T> JoinHandle<T> {
+    /// A handle on `slot`, not placed yet.
+    pub(crate) fn new(slot: SlotRef<T>) -> Self {
+        JoinHandle { slot, cpe: None }
+    }
+
     pub(crate) fn with_cpe(mut self, cpe: usize) -> Self {
         self.cpe = Some(cpe);
         self
@@ -229,7 +278,7 @@ impl<T> JoinHandle<T> {
     #[allow(clippy::missing_panics_doc)]
     #[must_use]
     pub fn is_finished(&self) -> bool {
-        self.slot.state.lock().unwrap().done
+        slot_of(&self.slot).state.lock().unwrap().done
     }
 
     /// Waits for the coroutine to finish and returns its result.
@@ -247,7 +296,7 @@ impl<T> JoinHandle<T> {
         let park = hook::current();
         loop {
             {
-                let mut s = self.slot.state.lock().unwrap();
+                let mut s = slot_of(&self.slot).state.lock().unwrap();
                 if let Some(result) = s.result.take() {
                     return result;
                 }

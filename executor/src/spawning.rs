@@ -13,13 +13,15 @@
 //!   `live` increment and `exited` load pair with the exiting executor's
 //!   (see `ExecutorShared::exited`).
 
+use std::cell::UnsafeCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use crate::error::SpawnError;
 use crate::executor::Local;
-use crate::job::{Job, Start};
-use crate::join::{JoinError, JoinHandle, JoinSlot};
+use crate::job::{Job, Launch, Start};
+use crate::join::{HoldsSlot, JoinError, JoinHandle, JoinSlot};
 use crate::panic::{drop_closure, drop_payload, join_error};
 use crate::placement::Placement;
 use crate::shared::RuntimeShared;
@@ -129,29 +131,12 @@ impl RuntimeShared {
             // Relaxed: a load estimate for placement and reports.
             exec.live.fetch_add(1, Ordering::Relaxed);
         }
-        let (completer, handle) = JoinSlot::pair();
-        let body = Box::new(move |start: Start| {
-            let result = match start {
-                Start::Run => catch_unwind(AssertUnwindSafe(f)).map_err(join_error),
-                Start::Cancel => {
-                    drop_closure(f);
-                    Err(JoinError::cancelled())
-                }
-                Start::Refuse(why) => {
-                    drop_closure(f);
-                    Err(JoinError::refused(why))
-                }
-            };
-            // With the handle gone (detached), completing drops the result
-            // here: its `Drop` must not take the executor down.
-            if let Err(payload) = catch_unwind(AssertUnwindSafe(move || completer.complete(result)))
-            {
-                eprintln!(
-                    "swco: dropping a detached coroutine's result panicked; the executor carries on"
-                );
-                drop_payload(payload);
-            }
+        let spawned = Arc::new(Spawned {
+            slot: JoinSlot::new(),
+            f: UnsafeCell::new(Some(f)),
         });
+        let handle = JoinHandle::new(spawned.clone());
+        let body: Arc<dyn Launch> = spawned;
         let job = Job::new(body, stealable, cpe);
         match Local::current() {
             // Same executor, from inside it: no inbox, no lock.
@@ -163,5 +148,68 @@ impl RuntimeShared {
             _ => exec.push_spawn(job),
         }
         Ok(handle.with_cpe(cpe))
+    }
+}
+
+/// A spawned coroutine's one allocation: its join slot, and its closure
+/// until the executor takes it. The join handle holds it as the slot (as
+/// `dyn HoldsSlot`), the job as the body (as `dyn Launch`).
+struct Spawned<F, T> {
+    slot: JoinSlot<T>,
+    /// Taken once, by [`Launch::launch`]; only the job reaches it.
+    f: UnsafeCell<Option<F>>,
+}
+
+// SAFETY: `f` is touched only by `launch`, which runs at most once (its
+// contract) on whichever thread owns the job, and by `Drop`, which has the
+// allocation to itself; a shared reference elsewhere (the join handle's)
+// reaches only `slot`, which is `Sync` itself. So `F` needs only `Send`.
+unsafe impl<F: Send, T: Send> Sync for Spawned<F, T> {}
+
+impl<F, T> HoldsSlot<T> for Spawned<F, T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    fn slot(&self) -> &JoinSlot<T> {
+        &self.slot
+    }
+}
+
+impl<F, T> Launch for Spawned<F, T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    unsafe fn launch(self: Arc<Self>, start: Start) {
+        // SAFETY: launched at most once (the trait's contract), and nothing
+        // else reaches `f` while the allocation is shared (see the `Sync`
+        // impl), so this is the one access to the cell.
+        let Some(f) = (unsafe { (*self.f.get()).take() }) else {
+            return;
+        };
+        let result = match start {
+            Start::Run => catch_unwind(AssertUnwindSafe(f)).map_err(join_error),
+            Start::Cancel => {
+                drop_closure(f);
+                Err(JoinError::cancelled())
+            }
+            Start::Refuse(why) => {
+                drop_closure(f);
+                Err(JoinError::refused(why))
+            }
+        };
+        // If the handle is gone (detached), the last reference is ours and
+        // dropping it drops the result here: its `Drop` must not take the
+        // executor down.
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(move || {
+            self.slot.complete(result);
+            drop(self);
+        })) {
+            eprintln!(
+                "swco: dropping a detached coroutine's result panicked; the executor carries on"
+            );
+            drop_payload(payload);
+        }
     }
 }
