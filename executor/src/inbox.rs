@@ -11,9 +11,11 @@
 //! * a node pointer: the items queued, newest first; the executor is awake,
 //!   or has already been unparked by the pusher that replaced `SLEEPING`.
 //!
-//! A remote wake or spawn is one allocation and one successful
-//! compare-and-swap on the one line of `head`; an unpark only when it finds
-//! the executor asleep.
+//! A remote spawn is one allocation (its node) and one successful
+//! compare-and-swap on the one line of `head`; a remote wake is the CAS
+//! alone: it queues the coroutine's own [`WakeLink`], which lives in the
+//! coroutine's header, so waking allocates and frees nothing. An unpark
+//! only when the push finds the executor asleep.
 //!
 //! # Invariants
 //!
@@ -40,7 +42,16 @@
 //!   whole list, with one `swap` to `EMPTY` (Acquire). Later pushers' CASes
 //!   are read-modify-writes, so they continue every earlier pusher's release
 //!   sequence and the one Acquire swap sees every node's contents. The
-//!   executor frees each node it took, once.
+//!   executor frees each spawn node it took, once, and never frees a wake
+//!   link (its coroutine owns it).
+//! * A wake link is in the list at most once, and outlives its stay there.
+//!   The caller of [`Inbox::push_wake`] promises both: in the executor, only
+//!   the winner of a parked coroutine's `WAITING -> RUNNING` transition
+//!   pushes its link, and nothing else can run the coroutine (so finish it
+//!   and free the link) until the executor has drained it. The drain reads
+//!   the link's `next` before the coroutine runs, and the next push of the
+//!   link follows the coroutine's next park (`AcqRel` in `wake.rs`), so the
+//!   writes and reads of `next` never race; loom checks that too.
 //! * No ABA. Pushers never dereference `head`: they copy its value into
 //!   their own node's `next` and CAS on it. If the node at that address was
 //!   taken, freed and its memory pushed again meanwhile, the CAS still links
@@ -49,7 +60,8 @@
 //!   unconditional; its CASes expect the tags `EMPTY` and `SLEEPING`, which
 //!   are no addresses). ABA hurts a Treiber stack's *pop*, which reads
 //!   `head->next` and CASes on `head`; this stack has no pop.
-//! * Node addresses are at least 2-aligned, so no pointer equals `SLEEPING`.
+//! * Node and link addresses are at least 2-aligned, so no pointer equals
+//!   `SLEEPING`.
 //!   `SLEEPING` is never combined with a pointer: it is only set on an
 //!   empty list, and a push replaces it.
 //! * Pushes come out in arrival order: the list is newest first, and the
@@ -100,24 +112,61 @@ impl<J> InboxQueue<J> {
     }
 }
 
-/// One thing handed over.
-enum Item<J> {
-    Wake(usize),
-    Spawn(J),
+/// `Link::slot` of a spawn node (no coroutine slot is this large).
+const SPAWN: usize = usize::MAX;
+
+/// The list cell every queued thing starts with: a whole [`WakeLink`], or
+/// the head of a boxed [`SpawnNode`].
+///
+/// `next` is a cell so that loom checks that the executor reads it only
+/// after the push that wrote it happened-before (with `std` it is a plain
+/// `UnsafeCell`).
+#[repr(C)]
+struct Link {
+    /// The next older link, or null.
+    next: UnsafeCell<*mut Link>,
+    /// The coroutine slot a wake link wakes, or [`SPAWN`].
+    slot: usize,
 }
 
-/// A list cell, boxed by its pusher and freed by the executor.
-///
-/// The fields are cells so that loom checks that the executor reads them
-/// only after the push that wrote them happened-before (with `std` they are
-/// plain `UnsafeCell`s).
-struct Node<J> {
-    /// The next older node, or null.
-    next: UnsafeCell<*mut Node<J>>,
+/// A new coroutine on its way in: boxed by its pusher, freed by the drain.
+#[repr(C)]
+struct SpawnNode<J> {
+    /// First, so a `*mut Link` to it is a `*mut SpawnNode<J>` (`repr(C)`).
+    link: Link,
     /// Moved out by the drain, which then frees the node without dropping
     /// it again.
-    item: UnsafeCell<ManuallyDrop<Item<J>>>,
+    job: UnsafeCell<ManuallyDrop<J>>,
 }
+
+/// A coroutine's own cell in its executor's inbox: a remote wake queues it
+/// instead of allocating a node. It belongs in what it wakes (the
+/// coroutine's header), which outlives every stay of the link in the list.
+#[doc(hidden)]
+pub struct WakeLink(Link);
+
+impl WakeLink {
+    /// The link of the coroutine in `slot`.
+    ///
+    /// # Panics
+    ///
+    /// If `slot` is `usize::MAX`, which marks spawn nodes.
+    #[must_use]
+    pub fn new(slot: usize) -> Self {
+        assert_ne!(slot, SPAWN, "slot usize::MAX is reserved");
+        WakeLink(Link {
+            next: UnsafeCell::new(ptr::null_mut()),
+            slot,
+        })
+    }
+}
+
+// SAFETY: `next` is written only by the one pusher that holds the link out
+// of the list (the caller's promise in `push_wake`) and read only by the
+// drain after that push happened-before; `slot` never changes.
+unsafe impl Send for WakeLink {}
+// SAFETY: as above.
+unsafe impl Sync for WakeLink {}
 
 /// See the module docs.
 #[doc(hidden)]
@@ -148,29 +197,50 @@ impl<J> Inbox<J> {
 
     /// Hands a new coroutine to the executor.
     pub fn push_spawn(&self, job: J) {
-        self.push(Item::Spawn(job));
-    }
-
-    /// Asks the executor to run the coroutine in `slot` again.
-    pub fn push_wake(&self, slot: usize) {
-        self.push(Item::Wake(slot));
-    }
-
-    fn push(&self, item: Item<J>) {
-        let node = Box::into_raw(Box::new(Node {
-            next: UnsafeCell::new(ptr::null_mut()),
-            item: UnsafeCell::new(ManuallyDrop::new(item)),
+        let node = Box::into_raw(Box::new(SpawnNode {
+            link: Link {
+                next: UnsafeCell::new(ptr::null_mut()),
+                slot: SPAWN,
+            },
+            job: UnsafeCell::new(ManuallyDrop::new(job)),
         }));
+        // SAFETY: a fresh box that only this thread knows of; `link` is its
+        // first field (`repr(C)`), so the drain can cast back.
+        unsafe { self.push(node.cast::<Link>()) }
+    }
+
+    /// Asks the executor to run the coroutine whose link this is again.
+    ///
+    /// # Safety
+    ///
+    /// `link` is not in this inbox's list already (each push of it is
+    /// drained before the next), and it stays alive until the executor has
+    /// drained it (or the inbox is dropped). See the module invariants for
+    /// how the executor keeps both.
+    pub unsafe fn push_wake(&self, link: &WakeLink) {
+        let link = (&link.0 as *const Link).cast_mut();
+        // SAFETY: the caller's promise: out of the list and alive, so ours
+        // to link in.
+        unsafe { self.push(link) }
+    }
+
+    /// Links `node` in at the head.
+    ///
+    /// # Safety
+    ///
+    /// `node` is alive, in no list, and nobody else writes its `next`
+    /// until the drain that takes it.
+    unsafe fn push(&self, node: *mut Link) {
         // Relaxed: only a first guess for the CAS; never dereferenced.
         let mut head = self.head.load(Ordering::Relaxed);
         loop {
             let next = if head == SLEEPING {
                 ptr::null_mut()
             } else {
-                head as *mut Node<J>
+                head as *mut Link
             };
-            // SAFETY: `node` is a live box that only this thread knows of
-            // until the CAS below publishes it.
+            // SAFETY: `node` is ours until the CAS below publishes it (the
+            // caller's promise).
             unsafe { (*node).next.with_mut(|p| *p = next) };
             // Release on success: publishes the node (its `next` and item)
             // to the executor's Acquire swap. Relaxed on failure: the value
@@ -222,27 +292,32 @@ impl<J> Inbox<J> {
         // (Never a tag for the one executor; a misused concurrent drain
         // could see one, and takes no node then.)
         let mut node = if head > SLEEPING {
-            head as *mut Node<J>
+            head as *mut Link
         } else {
             ptr::null_mut()
         };
         while !node.is_null() {
-            // SAFETY: `node` came from `Box::into_raw` in `push`, was
-            // published by its pusher's Release CAS, which our Acquire swap
-            // synchronises with, and was reachable from the head we swapped
-            // out: it is ours alone now, and we free it exactly once, here.
-            let boxed = unsafe { Box::from_raw(node) };
-            // SAFETY: the pusher's write of `next` happened-before (above).
-            node = boxed.next.with(|p| unsafe { *p });
-            // SAFETY: as above for the item; it is moved out once, and the
-            // box's drop does not drop it again (`ManuallyDrop`).
-            let item = boxed
-                .item
-                .with(|p| ManuallyDrop::into_inner(unsafe { ptr::read(p) }));
-            match item {
-                Item::Wake(slot) => queue.wakes.push(slot),
-                Item::Spawn(job) => queue.spawns.push(job),
+            // SAFETY: `node` was published by its pusher's Release CAS, which
+            // our Acquire swap synchronises with, and was reachable from the
+            // head we swapped out: it is ours alone now. A wake link is alive
+            // (the pusher's promise); a spawn node is a live box.
+            let (next, slot) = unsafe { ((*node).next.with(|p| *p), (*node).slot) };
+            if slot == SPAWN {
+                // SAFETY: a spawn node came from `Box::into_raw` in
+                // `push_spawn`, with the link as its first field; we free it
+                // exactly once, here.
+                let boxed = unsafe { Box::from_raw(node.cast::<SpawnNode<J>>()) };
+                // SAFETY: the pusher's write of the job happened-before
+                // (above); it is moved out once, and the box's drop does not
+                // drop it again (`ManuallyDrop`).
+                let job = boxed
+                    .job
+                    .with(|p| ManuallyDrop::into_inner(unsafe { ptr::read(p) }));
+                queue.spawns.push(job);
+            } else {
+                queue.wakes.push(slot);
             }
+            node = next;
         }
         // The list was newest first.
         queue.spawns[spawns..].reverse();
@@ -280,7 +355,8 @@ impl<J> Inbox<J> {
 
 impl<J> Drop for Inbox<J> {
     fn drop(&mut self) {
-        // Frees the nodes left (and drops their items), in arrival order.
+        // Frees the spawn nodes left (and drops their jobs), in arrival
+        // order; wake links belong to their coroutines.
         let mut left = InboxQueue::default();
         self.drain_into(&mut left);
     }

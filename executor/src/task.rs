@@ -14,6 +14,7 @@ use std::time::Instant;
 
 use corosensei::{Coroutine, Yielder};
 
+use crate::inbox::WakeLink;
 use crate::shared::ExecutorShared;
 use crate::stack;
 use crate::wake::WakeState;
@@ -35,6 +36,8 @@ pub(crate) type Co = Coroutine<(), Suspend, (), stack::CoStack>;
 /// queue it schedules onto.
 pub(crate) struct TaskHeader {
     pub(crate) state: WakeState,
+    /// Its cell in the home executor's inbox, for remote wakes.
+    pub(crate) link: WakeLink,
     pub(crate) slot: usize,
     pub(crate) home: Arc<ExecutorShared>,
     /// Set once a cancelling shutdown has dealt with this coroutine (raised
@@ -50,6 +53,7 @@ impl TaskHeader {
     pub(crate) fn new(slot: usize, home: Arc<ExecutorShared>) -> Self {
         TaskHeader {
             state: WakeState::new(),
+            link: WakeLink::new(slot),
             slot,
             home,
             cancel_raised: AtomicBool::new(false),

@@ -14,7 +14,7 @@ use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 use swco_channel::hook::Parker;
-use swco_executor::model::{Inbox, InboxQueue, JoinSlot, WakeState};
+use swco_executor::model::{Inbox, InboxQueue, JoinSlot, WakeLink, WakeState};
 
 /// A wake racing with the coroutine's own park is never lost: either the park
 /// is cancelled (the wake was remembered) or the waker schedules the parked
@@ -121,6 +121,14 @@ fn executor_until(
     }
 }
 
+/// Queues a remote wake through `link`, as `schedule` does for the winner
+/// of a coroutine's `WAITING -> RUNNING` transition.
+fn push_wake(inbox: &Inbox<u32>, link: &WakeLink) {
+    // SAFETY: each model pushes a link at most once between drains of it,
+    // and keeps it alive (in an `Arc`) until the inbox is gone.
+    unsafe { inbox.push_wake(link) }
+}
+
 /// After every pusher is joined: nothing is left to take, so nothing was
 /// delivered twice.
 fn assert_nothing_left(inbox: &Inbox<u32>) {
@@ -144,10 +152,11 @@ model!(
     {
         let parker = Parker::new();
         let inbox = Arc::new(Inbox::<u32>::new(parker.unparker()));
+        let link = Arc::new(WakeLink::new(7));
         let pusher = {
-            let inbox = inbox.clone();
+            let (inbox, link) = (inbox.clone(), link.clone());
             thread::spawn(move || {
-                inbox.push_wake(7);
+                push_wake(&inbox, &link);
                 inbox.push_spawn(8);
             })
         };
@@ -173,9 +182,11 @@ model!(
             .into_iter()
             .map(|base| {
                 let inbox = inbox.clone();
+                let links = Arc::new([WakeLink::new(base), WakeLink::new(base + 1)]);
                 thread::spawn(move || {
-                    inbox.push_wake(base);
-                    inbox.push_wake(base + 1);
+                    push_wake(&inbox, &links[0]);
+                    push_wake(&inbox, &links[1]);
+                    links
                 })
             })
             .collect();
@@ -189,9 +200,7 @@ model!(
                 .collect();
             assert_eq!(mine, vec![base, base + 1], "order broken: {:?}", taken.wakes);
         }
-        for p in pushers {
-            p.join().unwrap();
-        }
+        let _links: Vec<_> = pushers.into_iter().map(|p| p.join().unwrap()).collect();
         assert_nothing_left(&inbox);
     }
 );
@@ -217,9 +226,10 @@ model!(
                 inbox.unpark();
             })
         };
+        let link = Arc::new(WakeLink::new(5));
         let pusher = {
-            let inbox = inbox.clone();
-            thread::spawn(move || inbox.push_wake(5))
+            let (inbox, link) = (inbox.clone(), link.clone());
+            thread::spawn(move || push_wake(&inbox, &link))
         };
         let mut stopped = false;
         let taken = executor_until(&inbox, &parker, |t| {
@@ -230,6 +240,56 @@ model!(
         assert_eq!(taken.wakes, vec![5]);
         stopper.join().unwrap();
         pusher.join().unwrap();
+        assert_nothing_left(&inbox);
+    }
+);
+
+model!(
+    /// A coroutine's one wake link is queued again after the executor took
+    /// it: the waker pushes it only after winning the coroutine's
+    /// `WAITING -> RUNNING` transition, the executor drains it, "runs" the
+    /// coroutine, which parks again (`prepare_park`), and the waker wakes it
+    /// a second time through the same link. Both wakes arrive, once each,
+    /// and loom's cell in the link shows the second push's write of `next`
+    /// never races the drain's read of it (the `AcqRel` of the wake state
+    /// orders them).
+    executor_inbox_wake_link_is_reused_after_its_drain,
+    4,
+    {
+        let parker = Parker::new();
+        let inbox = Arc::new(Inbox::<u32>::new(parker.unparker()));
+        let state = Arc::new(WakeState::new());
+        let link = Arc::new(WakeLink::new(3));
+        assert!(state.prepare_park());
+        let waker = {
+            let (inbox, state, link) = (inbox.clone(), state.clone(), link.clone());
+            thread::spawn(move || {
+                let mut pushed = 0;
+                while pushed < 2 {
+                    if state.notify() {
+                        push_wake(&inbox, &link);
+                        pushed += 1;
+                    } else {
+                        // Running, with a wake now pending, or not parked
+                        // again yet: a real waker would be done; the model
+                        // waits for the second park to wake it once more.
+                        thread::yield_now();
+                    }
+                }
+            })
+        };
+        let mut woken = 0;
+        let taken = executor_until(&inbox, &parker, |t| {
+            // The coroutine runs once per wake taken, then parks again
+            // (a pending wake cancels the park: it runs on).
+            while woken < t.wakes.len() {
+                woken += 1;
+                while woken < 2 && !state.prepare_park() {}
+            }
+            t.wakes.len() == 2
+        });
+        assert_eq!(taken.wakes, vec![3, 3]);
+        waker.join().unwrap();
         assert_nothing_left(&inbox);
     }
 );

@@ -23,7 +23,7 @@ use crossbeam_deque::Steal;
 
 use super::Local;
 use crate::job::Job;
-use crate::shared::{bump, ExecutorShared};
+use crate::shared::bump;
 use crate::task::TaskHeader;
 
 // The `Wake` impl of `TaskHeader` (task.rs) lives here, with the run queue
@@ -36,26 +36,36 @@ impl Wake for TaskHeader {
     #[inline]
     fn wake_by_ref(self: &Arc<Self>) {
         if self.state.notify() {
-            schedule(&self.home, self.slot);
+            schedule(self);
         }
     }
 }
 
 /// Puts a woken coroutine on its home run queue: directly if we are on the
-/// home executor thread (no lock, no allocation), else through its inbox.
-fn schedule(home: &Arc<ExecutorShared>, slot: usize) {
+/// home executor thread (no lock, no allocation), else through its inbox
+/// (its own wake link: no allocation either). Called only by the winner of
+/// its `WAITING -> RUNNING` transition.
+fn schedule(task: &TaskHeader) {
+    let home = &task.home;
     if let Some(local) = Local::current() {
         if std::ptr::eq(Arc::as_ptr(&local.shared), Arc::as_ptr(home)) {
             // Woken by its own executor: it runs next (depth-first hand-off);
             // whatever was next goes to the back of the queue.
-            if let Some(previous) = local.run_next.replace(Some(slot)) {
+            if let Some(previous) = local.run_next.replace(Some(task.slot)) {
                 local.run_queue.borrow_mut().0.push_back(previous);
             }
             bump(&local.shared.counters.wakes, 1);
             return;
         }
     }
-    home.inbox.push_wake(slot);
+    // SAFETY: we won the coroutine's WAITING -> RUNNING transition, so its
+    // link is out of the inbox (its last push was drained before it ran and
+    // parked again) and nobody else pushes it until it parks again. Nothing
+    // but that drain can make it run, so it cannot finish, and its header
+    // (which the task's table entry keeps alive) outlives the link's stay
+    // in the list; an executor that exits with it queued leaks the task,
+    // header included (`leak_leftovers`).
+    unsafe { home.inbox.push_wake(&task.link) };
 }
 
 /// Hand-offs through `run_next` in a row before the run queue gets a turn.
