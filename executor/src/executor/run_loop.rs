@@ -11,7 +11,8 @@
 //! * It exits only when asked to stop and its `live` count is 0, and the
 //!   exit is a Dekker pair with spawners (`exited` / `live`, both
 //!   `SeqCst`): a spawner either sees it gone or it sees the spawn.
-//! * Idle watching is bounded ([`IDLE_GRACE`]): nothing spins for ever.
+//! * Idle watching is bounded ([`IDLE_GRACE`]) and yields the core between
+//!   looks: nothing spins for ever, nor holds a core another thread needs.
 
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -175,6 +176,12 @@ impl Local {
             if start.elapsed() >= IDLE_GRACE {
                 return self.shared.inbox.is_pending();
             }
+            // Give the core away between looks: when more threads want to
+            // run than there are cores (MPI ranks with their bridge threads,
+            // other programs), the thread that would feed the inbox may be
+            // waiting for this very core. With nobody else runnable the
+            // yield returns at once.
+            std::thread::yield_now();
         }
     }
 
