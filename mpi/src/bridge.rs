@@ -214,13 +214,20 @@ impl<T: Payload> OutSource for TypedOut<T> {
     }
     fn push_tokens(&mut self, bank: &mut usize) {
         if let Some(tx) = &self.tokens {
-            while *bank > 0 && tx.try_send(()).is_ok() {
-                *bank -= 1;
+            if *bank == 0 {
+                return;
             }
+            // One claim per run of tokens, not one per token.
+            *bank = match tx.try_send_batch(std::iter::repeat(()).take(*bank)) {
+                Ok(_) => 0,
+                Err(e) => e.into_inner().len(),
+            };
         }
     }
     fn take_tokens(&mut self) -> usize {
-        self.shared.tokens.try_iter().count()
+        let mut taken: Vec<()> = Vec::new(); // zero-sized: never allocates
+        let _ = self.shared.tokens.try_recv_batch(&mut taken, usize::MAX);
+        taken.len()
     }
     fn flush(
         &mut self,
@@ -230,8 +237,8 @@ impl<T: Payload> OutSource for TypedOut<T> {
         discard: bool,
         pending: &mut Vec<Box<dyn Pending>>,
     ) -> bool {
-        let batch: Vec<T> = self.queue.try_iter().take(MAX_BATCH).collect();
-        if batch.is_empty() {
+        let mut batch: Vec<T> = Vec::new();
+        if !matches!(self.queue.try_recv_batch(&mut batch, MAX_BATCH), Ok(n) if n > 0) {
             return false;
         }
         if !discard {
@@ -264,16 +271,14 @@ pub(crate) struct TypedIn<T> {
 impl<T: Payload> Sink for TypedIn<T> {
     fn receive(&mut self, msg: Message, status: Status) -> usize {
         let (wire, _) = (msg, status).matched_receive_vec::<T::Wire>();
-        let mut n = 0;
-        let tx = &self.tx;
-        T::decode(wire, &mut |m| {
-            n += 1;
-            if let Some(tx) = tx {
-                // Credit guarantees room; a dropped receiver just loses it.
-                let r = tx.try_send(m);
-                debug_assert!(!matches!(r, Err(ref e) if e.is_full()), "credit overrun");
-            }
-        });
+        let batch = T::decode(wire);
+        let n = batch.len();
+        if let Some(tx) = &self.tx {
+            // Credit guarantees room; a dropped receiver just loses it. One
+            // claim per run of messages, not one per message.
+            let r = tx.try_send_batch(batch);
+            debug_assert!(!matches!(r, Err(ref e) if e.is_full()), "credit overrun");
+        }
         n
     }
     fn close(&mut self) {

@@ -87,9 +87,9 @@ pub trait Payload: Send + Sized + 'static {
     /// Encodes a non-empty batch; the result is non-empty.
     #[doc(hidden)]
     fn encode(batch: Vec<Self>) -> Vec<Self::Wire>;
-    /// Decodes a batch, handing each message to `sink` in order.
+    /// Decodes a batch into its messages, in order.
     #[doc(hidden)]
-    fn decode(wire: Vec<Self::Wire>, sink: &mut dyn FnMut(Self));
+    fn decode(wire: Vec<Self::Wire>) -> Vec<Self>;
 }
 
 /// A plain type sent as its own MPI datatype: every primitive with an
@@ -110,8 +110,8 @@ impl<T: Typed> Payload for T {
     fn encode(batch: Vec<T>) -> Vec<T> {
         batch
     }
-    fn decode(wire: Vec<T>, sink: &mut dyn FnMut(T)) {
-        wire.into_iter().for_each(sink);
+    fn decode(wire: Vec<T>) -> Vec<T> {
+        wire
     }
 }
 
@@ -127,13 +127,15 @@ impl Payload for Vec<u8> {
         }
         out
     }
-    fn decode(wire: Vec<u8>, sink: &mut dyn FnMut(Vec<u8>)) {
+    fn decode(wire: Vec<u8>) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
         let mut rest = &wire[..];
         while rest.len() >= 4 {
             let len = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
-            sink(rest[4..4 + len].to_vec());
+            out.push(rest[4..4 + len].to_vec());
             rest = &rest[4 + len..];
         }
+        out
     }
 }
 
@@ -145,8 +147,7 @@ mod tests {
     fn bytes_round_trip() {
         let batch = vec![vec![], vec![1u8, 2, 3], vec![9; 300]];
         let wire = <Vec<u8> as Payload>::encode(batch.clone());
-        let mut out = Vec::new();
-        <Vec<u8> as Payload>::decode(wire, &mut |m| out.push(m));
+        let out = <Vec<u8> as Payload>::decode(wire);
         assert_eq!(out, batch);
     }
 
