@@ -57,7 +57,7 @@ use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use swco::channel::{mpmc, mpsc, spsc};
 
-use crate::endpoint::{InShared, OutShared};
+use crate::endpoint::{InShared, OutShared, Run};
 use crate::wire::{data_tag, user_tag, Kind, Payload, CTRL_TAG, FRAME};
 
 /// Work a thread or coroutine hands to the bridge.
@@ -181,7 +181,7 @@ pub(crate) trait OutSource: Send {
 
 pub(crate) struct TypedOut<T> {
     pub(crate) shared: Arc<OutShared<T>>,
-    pub(crate) queue: mpsc::Receiver<T>,
+    pub(crate) queue: mpsc::Receiver<Run<T>>,
     pub(crate) tokens: Option<mpmc::Sender<()>>,
 }
 
@@ -237,8 +237,16 @@ impl<T: Payload> OutSource for TypedOut<T> {
         discard: bool,
         pending: &mut Vec<Box<dyn Pending>>,
     ) -> bool {
+        // Whole runs, until the batch holds MAX_BATCH messages or the queue
+        // is empty (a run is never split: its messages are in order).
         let mut batch: Vec<T> = Vec::new();
-        if !matches!(self.queue.try_recv_batch(&mut batch, MAX_BATCH), Ok(n) if n > 0) {
+        while batch.len() < MAX_BATCH {
+            match self.queue.try_recv() {
+                Ok(run) => run.append_to(&mut batch),
+                Err(_) => break,
+            }
+        }
+        if batch.is_empty() {
             return false;
         }
         if !discard {
@@ -265,7 +273,8 @@ pub(crate) trait Sink: Send {
 }
 
 pub(crate) struct TypedIn<T> {
-    pub(crate) tx: Option<mpsc::Sender<T>>,
+    pub(crate) tx: Option<mpsc::Sender<Run<T>>>,
+    pub(crate) shared: Arc<InShared>,
 }
 
 impl<T: Payload> Sink for TypedIn<T> {
@@ -273,10 +282,14 @@ impl<T: Payload> Sink for TypedIn<T> {
         let (wire, _) = (msg, status).matched_receive_vec::<T::Wire>();
         let batch = T::decode(wire);
         let n = batch.len();
-        if let Some(tx) = &self.tx {
-            // Credit guarantees room; a dropped receiver just loses it. One
-            // claim per run of messages, not one per message.
-            let r = tx.try_send_batch(batch);
+        if let (Some(tx), true) = (&self.tx, n > 0) {
+            // Counted before the push, so `len()` never reads below what
+            // the receiver took. Relaxed: a figure, not a hand-off.
+            self.shared.delivered.fetch_add(n as u64, Ordering::Relaxed);
+            // Credit guarantees room (a run holds at least one message, each
+            // with credit); a dropped receiver just loses it. The whole MPI
+            // batch is one channel element.
+            let r = tx.try_send(Run::of(batch));
             debug_assert!(!matches!(r, Err(ref e) if e.is_full()), "credit overrun");
         }
         n

@@ -3,7 +3,8 @@
 //! Invariants:
 //! * A [`RemoteSender`] sends a message only while holding one *credit*: a
 //!   `()` token taken from its route's token channel, which only the bridge
-//!   fills, with credit the receiver granted. Waiting for a token is a
+//!   fills, with credit the receiver granted. A batch takes the tokens of a
+//!   whole run at once and queues exactly that many messages. Waiting for a token is a
 //!   blocking `recv` on a swco channel, so it suspends just the calling
 //!   coroutine (or parks a plain thread); nothing here spins or takes a
 //!   std lock.
@@ -27,7 +28,14 @@
 //! * A [`RemoteReceiver`] reads from a local swco channel of the receiver's
 //!   capacity, which only the bridge fills; every message it takes is added
 //!   to `consumed`, which the bridge turns back into credit.
+//! * Both queues carry [`Run`]s: a message, or a run of them moved as one
+//!   element. Every message in a run holds its own credit, so a channel of
+//!   runs never holds more runs than its capacity in messages. A receiver
+//!   keeps the rest of a run it took part of (`pending`) and hands it out
+//!   before anything newer, so order is kept.
 
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -47,18 +55,54 @@ impl Bell {
     }
 }
 
+/// What travels through a route's queue to the bridge, and from the bridge
+/// to a receiver: one message, or a run of them that moves as one channel
+/// element (one claim, one wake, and a `Vec` moved rather than its
+/// messages copied one by one).
+pub(crate) enum Run<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+impl<T> Run<T> {
+    /// The run for `v`: `One` for a single message, so that the common
+    /// case allocates nothing more.
+    pub(crate) fn of(mut v: Vec<T>) -> Run<T> {
+        if v.len() == 1 {
+            Run::One(v.pop().expect("one message"))
+        } else {
+            Run::Many(v)
+        }
+    }
+
+    /// Appends the run's messages to `out`.
+    pub(crate) fn append_to(self, out: &mut Vec<T>) {
+        match self {
+            Run::One(m) => out.push(m),
+            Run::Many(mut v) => {
+                if out.is_empty() {
+                    *out = v; // take the allocation, copy nothing
+                } else {
+                    out.append(&mut v);
+                }
+            }
+        }
+    }
+}
+
 /// Capacity of a route's token channel; credit beyond it waits in the
 /// bridge's bank for that route.
 pub(crate) const TOKEN_CAP: usize = 1024;
-/// Capacity of a route's queue to the bridge: every message in it holds a
-/// credit, so it is bounded by the credit a receiver grants; twice the token
-/// capacity covers a sender preempted between taking a token and queueing.
+/// Capacity of a route's queue to the bridge, in runs: every message in it
+/// holds a credit, so it is bounded by the credit a receiver grants; twice
+/// the token capacity covers a sender preempted between taking a token and
+/// queueing.
 pub(crate) const QUEUE_CAP: usize = 2 * TOKEN_CAP;
 
 /// State shared by the senders of one (destination, tag) route and the bridge.
 pub(crate) struct OutShared<T> {
     pub(crate) tokens: mpmc::Receiver<()>,
-    pub(crate) queue: mpsc::Sender<T>,
+    pub(crate) queue: mpsc::Sender<Run<T>>,
     pub(crate) handles: AtomicUsize,
     pub(crate) hungry: AtomicBool,
     pub(crate) waiting: AtomicUsize,
@@ -82,6 +126,9 @@ impl<T> OutShared<T> {
     }
 }
 
+/// How long a sender waits for credit (a batch's deadline covers the
+/// whole batch).
+#[derive(Clone, Copy)]
 enum Wait {
     Now,
     Until(Instant),
@@ -151,7 +198,10 @@ impl<T: Send + 'static> RemoteSender<T> {
         let queued = if s.disconnected.load(Ordering::SeqCst) {
             Err(SendError(msg))
         } else {
-            s.queue.send(msg)
+            s.queue.send(Run::One(msg)).map_err(|e| match e.0 {
+                Run::One(m) => SendError(m),
+                Run::Many(_) => unreachable!("sent one"),
+            })
         };
         // Release: the push comes before, for the bridge's Acquire load of 0.
         s.enqueuing.fetch_sub(1, Ordering::Release);
@@ -196,6 +246,145 @@ impl<T: Send + 'static> RemoteSender<T> {
             Err(NoCredit::Timeout | NoCredit::Full) => Err(SendTimeoutError::Timeout(msg)),
             Err(NoCredit::Disconnected) => Err(SendTimeoutError::Disconnected(msg)),
         }
+    }
+
+    /// Takes credit for up to `need` messages: one token as `wait` says,
+    /// then as many more as are at hand now (one claim on the token channel
+    /// for the lot). Returns how many, at least 1.
+    fn credits(&self, need: usize, wait: Wait) -> Result<usize, NoCredit> {
+        self.credit(wait)?;
+        if need <= 1 {
+            return Ok(1);
+        }
+        let mut more: Vec<()> = Vec::new(); // zero-sized: never allocates
+        let _ = self.shared.tokens.try_recv_batch(&mut more, need - 1);
+        Ok(1 + more.len())
+    }
+
+    /// Queues a run of messages, each holding a credit, as [`enqueue`]
+    /// queues one: one element in the bridge's queue, one bell.
+    ///
+    /// [`enqueue`]: RemoteSender::enqueue
+    fn enqueue_run(&self, run: Vec<T>) -> Result<(), Vec<T>> {
+        let s = &self.shared;
+        // SeqCst, both: as in `enqueue`.
+        s.enqueuing.fetch_add(1, Ordering::SeqCst);
+        let queued = if s.disconnected.load(Ordering::SeqCst) {
+            Err(run)
+        } else {
+            s.queue.send(Run::of(run)).map_err(|e| {
+                let mut back = Vec::new();
+                e.0.append_to(&mut back);
+                back
+            })
+        };
+        // Release: as in `enqueue`.
+        s.enqueuing.fetch_sub(1, Ordering::Release);
+        queued?;
+        s.bell.ring();
+        Ok(())
+    }
+
+    /// Sends `values` in runs, each covered by the credit at hand (waiting
+    /// for the first credit of a run as `wait` says). On failure, gives back
+    /// every message not sent, in order.
+    fn send_runs(
+        &self,
+        values: impl IntoIterator<Item = T>,
+        wait: Wait,
+    ) -> Result<usize, (NoCredit, Vec<T>)> {
+        // Collected first, so a run never takes more credit than it has
+        // messages for (credit taken and not used would be lost to the
+        // route). A `Vec` is taken as it is (no copy), and so is the whole
+        // rest when the credit covers it; a shorter run is copied out.
+        let mut rest: VecDeque<T> = values.into_iter().collect::<Vec<T>>().into();
+        let mut sent = 0;
+        while !rest.is_empty() {
+            let k = match self.credits(rest.len(), wait) {
+                Ok(k) => k,
+                Err(why) => return Err((why, rest.into())),
+            };
+            let run: Vec<T> = if k >= rest.len() {
+                std::mem::take(&mut rest).into()
+            } else {
+                rest.drain(..k).collect()
+            };
+            let n = run.len();
+            if let Err(mut unsent) = self.enqueue_run(run) {
+                unsent.extend(rest);
+                return Err((NoCredit::Disconnected, unsent));
+            }
+            sent += n;
+        }
+        Ok(sent)
+    }
+
+    /// Sends every message of `values`, in order, waiting for credit while
+    /// the receiver has none to spare (inside a coroutine only the
+    /// coroutine waits); returns how many were sent. Each run takes all the
+    /// credit at hand at once and goes to the bridge in one push, so a batch
+    /// pays the per-message costs of [`send`](RemoteSender::send) once per
+    /// run. Messages of one sender arrive in the order sent, batch or not.
+    ///
+    /// # Errors
+    ///
+    /// [`SendError`] once the receiver is gone, holding every message not
+    /// sent, in order (the rest of `values` included, so pass a finite
+    /// iterator or a `Vec`). Messages sent before that stay sent. An empty
+    /// `values` returns `Ok(0)`.
+    pub fn send_batch<I: IntoIterator<Item = T>>(
+        &self,
+        values: I,
+    ) -> Result<usize, SendError<Vec<T>>> {
+        self.send_runs(values, Wait::Forever)
+            .map_err(|(_, rest)| SendError(rest))
+    }
+
+    /// Sends the messages of `values`, in order, as far as the credit at
+    /// hand goes; never waits. A `Full` answer still asks the receiver for
+    /// credit, so a later try may go further.
+    ///
+    /// # Errors
+    ///
+    /// Each error holds the messages not sent, in order, the rest of
+    /// `values` included; messages sent before it stay sent.
+    /// [`TrySendError::Disconnected`] once the receiver is gone;
+    /// [`TrySendError::Full`] when credit ran out first.
+    pub fn try_send_batch<I: IntoIterator<Item = T>>(
+        &self,
+        values: I,
+    ) -> Result<usize, TrySendError<Vec<T>>> {
+        self.send_runs(values, Wait::Now)
+            .map_err(|(why, rest)| match why {
+                NoCredit::Disconnected => TrySendError::Disconnected(rest),
+                NoCredit::Full | NoCredit::Timeout => TrySendError::Full(rest),
+            })
+    }
+
+    /// [`send_batch`](RemoteSender::send_batch), waiting at most `timeout`
+    /// (for the whole batch) for credit.
+    ///
+    /// # Errors
+    ///
+    /// Each error holds the messages not sent, in order, the rest of
+    /// `values` included; messages sent before it stay sent.
+    /// [`SendTimeoutError::Disconnected`] once the receiver is gone;
+    /// [`SendTimeoutError::Timeout`] if credit for the rest did not come in
+    /// time.
+    pub fn send_batch_timeout<I: IntoIterator<Item = T>>(
+        &self,
+        values: I,
+        timeout: Duration,
+    ) -> Result<usize, SendTimeoutError<Vec<T>>> {
+        let wait = match Instant::now().checked_add(timeout) {
+            Some(d) => Wait::Until(d),
+            None => Wait::Forever,
+        };
+        self.send_runs(values, wait)
+            .map_err(|(why, rest)| match why {
+                NoCredit::Disconnected => SendTimeoutError::Disconnected(rest),
+                NoCredit::Full | NoCredit::Timeout => SendTimeoutError::Timeout(rest),
+            })
     }
 
     /// The destination rank.
@@ -254,6 +443,9 @@ pub(crate) struct InStats {
 #[derive(Debug)]
 pub(crate) struct InShared {
     pub(crate) consumed: AtomicUsize,
+    /// Messages the bridge has put in the local channel, counted before
+    /// each push (for [`RemoteReceiver::len`]).
+    pub(crate) delivered: AtomicU64,
     pub(crate) dropped: AtomicBool,
     pub(crate) bell: Bell,
     pub(crate) stats: InStats,
@@ -287,35 +479,141 @@ pub struct ReceiverStats {
 /// when every source rank has closed: dropped all its senders for this
 /// route, or finalised its [`World`](crate::World).
 pub struct RemoteReceiver<T> {
-    pub(crate) rx: mpsc::Receiver<T>,
+    pub(crate) rx: mpsc::Receiver<Run<T>>,
     pub(crate) shared: Arc<InShared>,
+    /// The rest of a run taken from `rx` and not handed out yet: always
+    /// handed out before anything newer from `rx`.
+    pub(crate) pending: RefCell<std::vec::IntoIter<T>>,
+    /// Messages handed out so far (only this receiver counts them).
+    pub(crate) taken: Cell<u64>,
 }
 
 impl<T> RemoteReceiver<T> {
-    fn took(&self) {
-        self.shared.consumed.fetch_add(1, Ordering::AcqRel);
-        self.shared.bell.ring();
+    /// Returns the credit of `n` messages taken (one add, one bell).
+    fn took_n(&self, n: usize) {
+        if n > 0 {
+            self.taken.set(self.taken.get() + n as u64);
+            self.shared.consumed.fetch_add(n, Ordering::AcqRel);
+            self.shared.bell.ring();
+        }
+    }
+
+    /// Hands out up to `max` pending messages into `out`; how many.
+    fn hand_out_pending(&self, out: &mut Vec<T>, max: usize) -> usize {
+        let mut pending = self.pending.borrow_mut();
+        let before = out.len();
+        out.extend(pending.by_ref().take(max));
+        out.len() - before
+    }
+
+    /// Hands out up to `max` messages of `run` into `out`, keeping the rest
+    /// pending (it is empty: `run` is the newest thing taken).
+    fn hand_out_run(&self, run: Run<T>, out: &mut Vec<T>, max: usize) -> usize {
+        match run {
+            Run::One(m) => {
+                out.push(m);
+                1
+            }
+            Run::Many(v) => {
+                let mut it = v.into_iter();
+                let before = out.len();
+                out.extend(it.by_ref().take(max));
+                *self.pending.borrow_mut() = it;
+                out.len() - before
+            }
+        }
+    }
+
+    /// The pending messages first, then (if none) one run from `rx` as
+    /// `take` gets it; up to `max` into `out`, the credit returned.
+    fn take_batch<E>(
+        &self,
+        out: &mut Vec<T>,
+        max: usize,
+        take: impl FnOnce() -> Result<Run<T>, E>,
+    ) -> Result<usize, E> {
+        if max == 0 {
+            return Ok(0);
+        }
+        let mut n = self.hand_out_pending(out, max);
+        if n == 0 {
+            n = self.hand_out_run(take()?, out, max);
+        }
+        self.took_n(n);
+        Ok(n)
+    }
+
+    /// Takes one message: pending first, then from `rx` as `take` gets a run.
+    fn take_one<E>(&self, take: impl FnOnce() -> Result<Run<T>, E>) -> Result<T, E> {
+        let mut one = Vec::with_capacity(1);
+        self.take_batch(&mut one, 1, take)?;
+        Ok(one.pop().expect("took one"))
     }
 
     /// Waits for a message (suspending only the calling coroutine).
     pub fn recv(&self) -> Result<T, RecvError> {
-        let m = self.rx.recv()?;
-        self.took();
-        Ok(m)
+        if let Some(m) = self.pending.borrow_mut().next() {
+            self.took_n(1);
+            return Ok(m);
+        }
+        match self.rx.recv()? {
+            Run::One(m) => {
+                self.took_n(1);
+                Ok(m)
+            }
+            run => self.take_one(|| Ok(run)),
+        }
     }
 
     /// Takes a message if one is here.
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
-        let m = self.rx.try_recv()?;
-        self.took();
-        Ok(m)
+        self.take_one(|| self.rx.try_recv())
     }
 
     /// Waits at most `timeout` for a message.
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
-        let m = self.rx.recv_timeout(timeout)?;
-        self.took();
-        Ok(m)
+        self.take_one(|| self.rx.recv_timeout(timeout))
+    }
+
+    /// Waits for at least one message, then appends up to `max` of those
+    /// here to `out`, in order; returns how many. Their credit goes back to
+    /// the senders at once, in one piece. Messages the bridge delivered in
+    /// one batch come out of one channel element, so taking them costs a
+    /// copy each, not a channel operation each.
+    ///
+    /// # Errors
+    ///
+    /// [`RecvError`] once every source has closed and nothing is left;
+    /// `out` is then unchanged. `max == 0` returns `Ok(0)` at once.
+    pub fn recv_batch(&self, out: &mut Vec<T>, max: usize) -> Result<usize, RecvError> {
+        self.take_batch(out, max, || self.rx.recv())
+    }
+
+    /// Appends up to `max` of the messages here now to `out`; never waits.
+    ///
+    /// # Errors
+    ///
+    /// [`TryRecvError::Empty`] if none is here, [`TryRecvError::Disconnected`]
+    /// if none is here and every source has closed.
+    pub fn try_recv_batch(&self, out: &mut Vec<T>, max: usize) -> Result<usize, TryRecvError> {
+        self.take_batch(out, max, || self.rx.try_recv())
+    }
+
+    /// [`recv_batch`](RemoteReceiver::recv_batch), waiting at most
+    /// `timeout` for the first message.
+    ///
+    /// # Errors
+    ///
+    /// [`RecvTimeoutError::Timeout`] if none came in time,
+    /// [`RecvTimeoutError::Disconnected`] once every source has closed and
+    /// nothing is left.
+    pub fn recv_batch_timeout(
+        &self,
+        out: &mut Vec<T>,
+        max: usize,
+        timeout: Duration,
+    ) -> Result<usize, RecvTimeoutError> {
+        self.take_batch(out, max, || self.rx.recv_timeout(timeout))
     }
 
     /// A blocking iterator over messages, ending at disconnection.
@@ -325,12 +623,15 @@ impl<T> RemoteReceiver<T> {
 
     /// Messages delivered and not yet taken.
     pub fn len(&self) -> usize {
-        self.rx.len()
+        // Acquire: pairs with nothing in particular; `delivered` only grows
+        // and is counted before each push, so it is never below `taken`.
+        let delivered = self.shared.delivered.load(Ordering::Acquire);
+        delivered.saturating_sub(self.taken.get()) as usize
     }
 
     /// True if no message is waiting here.
     pub fn is_empty(&self) -> bool {
-        self.rx.is_empty()
+        self.len() == 0
     }
 
     /// The capacity: how much credit this receiver hands out.

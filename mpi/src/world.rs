@@ -10,8 +10,9 @@
 //!   are delivered, see `bridge.rs`), then joins the thread.
 
 use std::any::{Any, TypeId};
+use std::cell::{Cell, RefCell};
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Arc;
 
 use mpi::topology::SimpleCommunicator;
@@ -19,7 +20,7 @@ use swco::channel::{mpmc, mpsc, spsc};
 
 use crate::bridge::{self, Cmd, TypedIn, TypedOut};
 use crate::endpoint::{
-    Bell, InShared, InStats, OutShared, RemoteReceiver, RemoteSender, QUEUE_CAP, TOKEN_CAP,
+    Bell, InShared, InStats, OutShared, RemoteReceiver, RemoteSender, Run, QUEUE_CAP, TOKEN_CAP,
 };
 use crate::wire::{Payload, MAX_TAG};
 
@@ -154,7 +155,7 @@ impl World {
         );
         assert!(tag <= MAX_TAG, "tag {tag} above MAX_TAG");
         let (tok_tx, tok_rx) = mpmc::bounded::<()>(TOKEN_CAP);
-        let (q_tx, q_rx) = mpsc::bounded::<T>(QUEUE_CAP);
+        let (q_tx, q_rx) = mpsc::bounded::<Run<T>>(QUEUE_CAP);
         let shared = Arc::new(OutShared {
             tokens: tok_rx,
             queue: q_tx,
@@ -217,9 +218,10 @@ impl World {
         for &r in &sources {
             assert!((0..self.size).contains(&r), "rank {r} is not in the world");
         }
-        let (tx, rx) = mpsc::bounded::<T>(capacity);
+        let (tx, rx) = mpsc::bounded::<Run<T>>(capacity);
         let shared = Arc::new(InShared {
             consumed: AtomicUsize::new(0),
+            delivered: AtomicU64::new(0),
             dropped: AtomicBool::new(false),
             bell: self.bell.clone(),
             stats: InStats::default(),
@@ -231,11 +233,19 @@ impl World {
             tag,
             sources,
             shared: shared.clone(),
-            sink: Box::new(TypedIn { tx: Some(tx) }),
+            sink: Box::new(TypedIn {
+                tx: Some(tx),
+                shared: shared.clone(),
+            }),
             reply: reply_tx,
         });
         match reply_rx.recv() {
-            Ok(Ok(())) => RemoteReceiver { rx, shared },
+            Ok(Ok(())) => RemoteReceiver {
+                rx,
+                shared,
+                pending: RefCell::new(Vec::new().into_iter()),
+                taken: Cell::new(0),
+            },
             Ok(Err(e)) => panic!("{e}"),
             Err(_) => panic!("the swco-mpi bridge thread is gone"),
         }

@@ -243,6 +243,130 @@ fn senders_dropped(world: &Arc<World>) {
     }
 }
 
+/// Batches: coroutines on every other rank send runs of all sizes (some
+/// larger than the receiver's capacity, so credit splits them) with
+/// `send_batch` and `try_send_batch`; rank 0 takes them with `recv_batch`,
+/// `try_recv_batch` and single `recv`s in between (which must take the rest
+/// of a run a batch left first). Exactly once, per-sender order, exact
+/// count, and the credit bound holds.
+fn batches(world: &Arc<World>) {
+    const TAG: u16 = 60;
+    const SENDERS: u32 = 4;
+    const PER: u64 = 3_000;
+    const CAP: usize = 16;
+    let rt = runtime();
+    if world.rank() == 0 {
+        let rx = world.receiver::<Stamp>(Source::Others, TAG, CAP);
+        let mut got = Vec::new();
+        let mut rounds = 0u64;
+        loop {
+            rounds += 1;
+            let max = 1 + (rounds % 40) as usize;
+            let r = if rounds % 5 == 0 {
+                // A single receive between batches: it takes the rest of a
+                // run a batch left pending first, so order still holds.
+                rx.recv().map(|m| got.push(m)).map(|()| 1).map_err(|_| ())
+            } else if rounds % 3 == 0 {
+                match rx.try_recv_batch(&mut got, max) {
+                    Err(swco_mpi::TryRecvError::Empty) => continue,
+                    r => r.map_err(|_| ()),
+                }
+            } else {
+                rx.recv_batch(&mut got, max).map_err(|_| ())
+            };
+            match r {
+                Ok(n) => assert!(n >= 1 && n <= max, "took {n} with max {max}"),
+                Err(()) => break,
+            }
+        }
+        check_streams(&got, (world.size() as usize - 1) * SENDERS as usize, PER);
+        let st = rx.stats();
+        assert!(st.max_in_flight <= CAP && st.max_buffered <= CAP, "{st:?}");
+        assert_eq!(st.received, got.len() as u64);
+        println!("batches: {} messages in {rounds} takes, {st:?}", got.len());
+    } else {
+        let tx = world.sender::<Stamp>(0, TAG);
+        let hs: Vec<_> = (0..SENDERS)
+            .map(|sender| {
+                let tx = tx.clone();
+                let rank = world.rank();
+                rt.spawn(move || {
+                    let mut seq = 0;
+                    let mut size = 1;
+                    while seq < PER {
+                        let end = (seq + size).min(PER);
+                        let run: Vec<Stamp> =
+                            (seq..end).map(|seq| Stamp { rank, sender, seq }).collect();
+                        if sender % 2 == 0 {
+                            assert_eq!(tx.send_batch(run), Ok((end - seq) as usize));
+                        } else {
+                            // Try, and on `Full` go on with what is left.
+                            let mut rest = run;
+                            loop {
+                                match tx.try_send_batch(rest) {
+                                    Ok(_) => break,
+                                    Err(TrySendError::Full(left)) => {
+                                        rest = left;
+                                        swco::yield_now();
+                                    }
+                                    Err(e) => panic!("{e:?}"),
+                                }
+                            }
+                        }
+                        seq = end;
+                        size = size * 3 % 97 + 1; // 1 .. 97, some above CAP
+                    }
+                })
+            })
+            .collect();
+        drop(tx);
+        for h in hs {
+            h.join().expect("sender");
+        }
+    }
+    rt.shutdown();
+}
+
+/// A batch sender whose receiver goes away gets back exactly the messages
+/// that were not sent, in order; later batches get everything back.
+fn batch_receiver_dropped(world: &Arc<World>) {
+    const TAG: u16 = 61;
+    const CAP: usize = 4;
+    const TAKEN: usize = 6;
+    match world.rank() {
+        0 => {
+            let tx = world.sender::<u64>(1, TAG);
+            let values: Vec<u64> = (0..1_000).collect();
+            let Err(SendError(rest)) = tx.send_batch(values.clone()) else {
+                panic!("the receiver leaves before 1 000 messages fit");
+            };
+            let sent = values.len() - rest.len();
+            assert_eq!(rest, values[sent..], "the unsent suffix, in order");
+            assert!(sent >= TAKEN, "at least what the receiver took went out");
+            assert_eq!(tx.send_batch(vec![1, 2, 3]), Err(SendError(vec![1, 2, 3])));
+            assert_eq!(
+                tx.send_batch_timeout(vec![4, 5], Duration::from_millis(10)),
+                Err(SendTimeoutError::Disconnected(vec![4, 5]))
+            );
+            println!(
+                "batch_receiver_dropped: {sent} sent, {} given back",
+                rest.len()
+            );
+        }
+        1 => {
+            let rx = world.receiver::<u64>(0, TAG, CAP);
+            let mut got = Vec::new();
+            while got.len() < TAKEN {
+                let want = TAKEN - got.len();
+                rx.recv_batch(&mut got, want).expect("recv");
+            }
+            assert_eq!(got, (0..TAKEN as u64).collect::<Vec<_>>());
+            drop(rx);
+        }
+        _ => {}
+    }
+}
+
 /// Byte messages of all lengths, from the last rank to rank 0.
 fn bytes(world: &Arc<World>) {
     const TAG: u16 = 50;
@@ -368,6 +492,8 @@ fn main() {
     receiver_dropped(&world);
     senders_dropped(&world);
     bytes(&world);
+    batches(&world);
+    batch_receiver_dropped(&world);
     let rank = world.rank();
     finalize_race(world);
     println!("rank {rank}: all MPI tests passed in {:.2?}", t0.elapsed());
