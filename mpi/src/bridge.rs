@@ -11,15 +11,18 @@
 //!   finds no credit marks its route hungry; S's bridge sends DEMAND(t) (at
 //!   most one outstanding). R keeps a list of demanding ranks and hands all
 //!   its free credit out among them (`max(1, free / demanders)` each) as
-//!   GRANT(t, n); S's bridge turns grants into tokens in the route's token
-//!   channel, from which senders take one per message. Credit comes back to
-//!   `free` as R's consumer takes messages. Invariant on R:
-//!   `free + Σ outstanding[S] + buffered = C`, so the local buffer (a swco
-//!   channel of capacity C) never overflows and the bridge never blocks on
-//!   it.
+//!   GRANT(t, n); S's bridge banks grants and hands its bank out as one
+//!   amount in the route's token channel; a sender keeps what it needs (one
+//!   per message) and leaves the rest in the route's `spare` for the
+//!   others (endpoint.rs states how no credit is lost or waited past).
+//!   Credit comes back to `free` as R's consumer takes messages. Invariant
+//!   on R: `free + Σ outstanding[S] + buffered = C`, so the local buffer (a
+//!   swco channel of capacity C, holding runs of at least one message)
+//!   never overflows and the bridge never blocks on it.
 //! * **Recall.** Credit held idle on one rank must not starve another: when
 //!   a rank demands and `free == 0`, R sends RECALL(t) to every other rank
-//!   holding credit; it answers RETURN(t, n) with its unused tokens.
+//!   holding credit; it answers RETURN(t, n) with its unused credit (its
+//!   bank, the grants in the token channel and `spare`).
 //! * **Data.** Each bridge iteration, S drains each route's queue (every
 //!   message in it holds a credit) into one batch: one `MPI_Isend` on tag
 //!   `1 + t`. Per-sender order holds: a sender's messages enter its route's
@@ -157,16 +160,17 @@ pub(crate) trait OutSource: Send {
     /// True if a sender wanted credit since the last call, or one is
     /// waiting and no token is left.
     fn take_hungry(&self) -> bool;
-    /// Fails the route's senders: sets the flag, takes back idle tokens,
+    /// Fails the route's senders: sets the flag, takes back idle credit,
     /// drops the token sender (waking blocked senders).
     fn disconnect(&mut self);
     /// After [`disconnect`](OutSource::disconnect): no sender is still
     /// between its look at the flag and the end of its queue push, so a
     /// flush after this sees every message a `send` returned `Ok` for.
     fn quiet(&self) -> bool;
-    /// Moves credit from `bank` into the token channel, as far as it fits.
+    /// Hands `bank` out as one grant in the token channel (with `spare`,
+    /// when a sender waits on an empty channel).
     fn push_tokens(&mut self, bank: &mut usize);
-    /// Takes idle tokens back out of the token channel.
+    /// Takes idle credit back: the grants in the token channel and `spare`.
     fn take_tokens(&mut self) -> usize;
     /// Sends what is queued as one batch (or discards it); true if anything was queued.
     fn flush(
@@ -182,7 +186,7 @@ pub(crate) trait OutSource: Send {
 pub(crate) struct TypedOut<T> {
     pub(crate) shared: Arc<OutShared<T>>,
     pub(crate) queue: mpsc::Receiver<Run<T>>,
-    pub(crate) tokens: Option<mpmc::Sender<()>>,
+    pub(crate) tokens: Option<mpmc::Sender<usize>>,
 }
 
 /// Most messages in one batch.
@@ -213,21 +217,25 @@ impl<T: Payload> OutSource for TypedOut<T> {
         self.shared.enqueuing.load(Ordering::SeqCst) == 0
     }
     fn push_tokens(&mut self, bank: &mut usize) {
-        if let Some(tx) = &self.tokens {
-            if *bank == 0 {
-                return;
-            }
-            // One claim per run of tokens, not one per token.
-            *bank = match tx.try_send_batch(std::iter::repeat(()).take(*bank)) {
-                Ok(_) => 0,
-                Err(e) => e.into_inner().len(),
-            };
+        let Some(tx) = &self.tokens else { return };
+        let s = &self.shared;
+        // A sender waits while `spare` holds credit only if a deposit raced
+        // its second look, and the depositor rang us: hand `spare` out
+        // again as a grant (see endpoint.rs). SeqCst: as in `deposit`.
+        if s.waiting.load(Ordering::SeqCst) > 0 && s.tokens.is_empty() {
+            *bank += s.spare.swap(0, Ordering::SeqCst);
+        }
+        // The whole bank as one grant: the first sender keeps what it needs
+        // and leaves the rest in `spare` for the others.
+        if *bank > 0 && tx.try_send(*bank).is_ok() {
+            *bank = 0;
         }
     }
     fn take_tokens(&mut self) -> usize {
-        let mut taken: Vec<()> = Vec::new(); // zero-sized: never allocates
-        let _ = self.shared.tokens.try_recv_batch(&mut taken, usize::MAX);
-        taken.len()
+        let mut grants = Vec::new();
+        let _ = self.shared.tokens.try_recv_batch(&mut grants, usize::MAX);
+        // SeqCst: as in `deposit`.
+        grants.iter().sum::<usize>() + self.shared.spare.swap(0, Ordering::SeqCst)
     }
     fn flush(
         &mut self,

@@ -1,19 +1,31 @@
 //! Remote endpoints: what coroutines and threads hold.
 //!
 //! Invariants:
-//! * A [`RemoteSender`] sends a message only while holding one *credit*: a
-//!   `()` token taken from its route's token channel, which only the bridge
-//!   fills, with credit the receiver granted. A batch takes the tokens of a
-//!   whole run at once and queues exactly that many messages. Waiting for a token is a
-//!   blocking `recv` on a swco channel, so it suspends just the calling
-//!   coroutine (or parks a plain thread); nothing here spins or takes a
-//!   std lock.
-//! * A sender that finds no token sets `hungry` (edge: "someone wanted
+//! * A [`RemoteSender`] sends a message only while holding one *credit*.
+//!   Credit the receiver granted reaches senders as *grants*: amounts in
+//!   the route's token channel, which only the bridge fills. A sender
+//!   takes credit from the route's `spare` first, else one grant, keeps
+//!   what it needs (one for `send`, a whole run for `send_batch`) and
+//!   deposits the rest in `spare`. So every credit on the rank is in
+//!   exactly one place — the bridge's bank, a grant in the channel,
+//!   `spare`, or a message a sender is queueing — and moves between them
+//!   by one atomic step (a channel operation, a `spare` update or swap).
+//!   Waiting for a grant is a blocking `recv` on a swco channel, so it
+//!   suspends just the calling coroutine (or parks a plain thread);
+//!   nothing here spins or takes a std lock.
+//! * A sender that finds no credit sets `hungry` (edge: "someone wanted
 //!   credit") and, if it is going to wait, counts itself in `waiting`
-//!   (level: "someone is waiting now"), then rings the bridge's bell
-//!   *before* it blocks; the bridge asks the receiver for credit while
-//!   either holds and it has none to hand out, so no waiter is forgotten
-//!   when a grant covers only some of them.
+//!   (level: "someone is waiting now"), looks at `spare` once more, then
+//!   rings the bridge's bell *before* it blocks on the token channel; the
+//!   bridge asks the receiver for credit while either holds and it has none
+//!   to hand out, so no waiter is forgotten when a grant covers only some
+//!   of them.
+//! * No sender waits while `spare` holds credit unseen: a deposit adds to
+//!   `spare` and then looks at `waiting`; a sender about to wait adds to
+//!   `waiting` and then looks at `spare` (all `SeqCst`). Either the sender
+//!   sees the deposit and takes it, or the depositor sees the waiter and
+//!   rings the bridge, which moves `spare` into the token channel while
+//!   someone waits and the channel is empty.
 //! * `handles` counts the live `RemoteSender`s of a route; it never goes
 //!   from 0 back to 1 (clones come from a live handle; the bridge hands out
 //!   a new handle only by a compare-and-swap from a non-zero count). When it
@@ -90,18 +102,21 @@ impl<T> Run<T> {
     }
 }
 
-/// Capacity of a route's token channel; credit beyond it waits in the
-/// bridge's bank for that route.
-pub(crate) const TOKEN_CAP: usize = 1024;
-/// Capacity of a route's queue to the bridge, in runs: every message in it
-/// holds a credit, so it is bounded by the credit a receiver grants; twice
-/// the token capacity covers a sender preempted between taking a token and
-/// queueing.
-pub(crate) const QUEUE_CAP: usize = 2 * TOKEN_CAP;
+/// Capacity of a route's token channel, in grants (each any amount).
+pub(crate) const TOKEN_CAP: usize = 64;
+/// Capacity of a route's queue to the bridge, in runs. Every message in it
+/// holds a credit, so credit bounds it too; a sender that finds it full
+/// waits only until the bridge's next drain.
+pub(crate) const QUEUE_CAP: usize = 2048;
 
 /// State shared by the senders of one (destination, tag) route and the bridge.
 pub(crate) struct OutShared<T> {
-    pub(crate) tokens: mpmc::Receiver<()>,
+    /// Grants of credit, each an amount (at least 1); only the bridge
+    /// sends them.
+    pub(crate) tokens: mpmc::Receiver<usize>,
+    /// Credit a sender took in a grant and did not need: any sender of the
+    /// route takes it before the token channel.
+    pub(crate) spare: AtomicUsize,
     pub(crate) queue: mpsc::Sender<Run<T>>,
     pub(crate) handles: AtomicUsize,
     pub(crate) hungry: AtomicBool,
@@ -116,6 +131,31 @@ pub(crate) struct OutShared<T> {
 }
 
 impl<T> OutShared<T> {
+    /// Takes up to `need` credits from `spare`; how many (maybe 0).
+    pub(crate) fn take_spare(&self, need: usize) -> usize {
+        // SeqCst: the second look of a sender about to wait pairs with
+        // `deposit` (see the invariants); a plain take needs no more.
+        let mut took = 0;
+        let _ = self
+            .spare
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |have| {
+                took = have.min(need);
+                (took > 0).then_some(have - took)
+            });
+        took
+    }
+
+    /// Leaves `n` unused credits in `spare`; if a sender waits, rings the
+    /// bridge, which moves them into the token channel.
+    pub(crate) fn deposit(&self, n: usize) {
+        // SeqCst, both: the Dekker pair with a waiting sender's count-in
+        // and second look at `spare`.
+        self.spare.fetch_add(n, Ordering::SeqCst);
+        if self.waiting.load(Ordering::SeqCst) > 0 {
+            self.bell.ring();
+        }
+    }
+
     /// Adds a handle unless the count already reached 0.
     pub(crate) fn try_add_handle(&self) -> bool {
         self.handles
@@ -155,37 +195,63 @@ pub struct RemoteSender<T> {
 }
 
 impl<T: Send + 'static> RemoteSender<T> {
-    fn credit(&self, wait: Wait) -> Result<(), NoCredit> {
+    /// Takes credit for between 1 and `need` messages: first from the
+    /// route's `spare`, then a grant from the token channel (waiting for one
+    /// as `wait` says), whose unused part goes to `spare` for the route's
+    /// other senders. Returns how many credits it took.
+    fn credits(&self, need: usize, wait: Wait) -> Result<usize, NoCredit> {
         let s = &self.shared;
+        debug_assert!(need >= 1);
         if s.disconnected.load(Ordering::Acquire) {
             return Err(NoCredit::Disconnected);
         }
-        match s.tokens.try_recv() {
-            Ok(()) => {}
-            Err(TryRecvError::Disconnected) => return Err(NoCredit::Disconnected),
-            Err(TryRecvError::Empty) => {
-                s.hungry.store(true, Ordering::Release);
-                if let Wait::Now = wait {
-                    s.bell.ring();
-                    return Err(NoCredit::Full);
+        let got = match s.take_spare(need) {
+            0 => match s.tokens.try_recv() {
+                Ok(grant) => self.keep(grant, need),
+                Err(TryRecvError::Disconnected) => return Err(NoCredit::Disconnected),
+                Err(TryRecvError::Empty) => {
+                    s.hungry.store(true, Ordering::Release);
+                    if let Wait::Now = wait {
+                        s.bell.ring();
+                        return Err(NoCredit::Full);
+                    }
+                    // SeqCst: counted in before the second look at `spare`,
+                    // the Dekker pair with `deposit` (see the invariants).
+                    s.waiting.fetch_add(1, Ordering::SeqCst);
+                    let got = match s.take_spare(need) {
+                        0 => {
+                            s.bell.ring();
+                            let grant = match wait {
+                                Wait::Until(d) => s.tokens.recv_deadline(d).map_err(|e| match e {
+                                    RecvTimeoutError::Timeout => NoCredit::Timeout,
+                                    RecvTimeoutError::Disconnected => NoCredit::Disconnected,
+                                }),
+                                _ => s.tokens.recv().map_err(|_| NoCredit::Disconnected),
+                            };
+                            grant.map(|g| self.keep(g, need))
+                        }
+                        k => Ok(k),
+                    };
+                    s.waiting.fetch_sub(1, Ordering::AcqRel);
+                    got?
                 }
-                s.waiting.fetch_add(1, Ordering::AcqRel);
-                s.bell.ring();
-                let got = match wait {
-                    Wait::Until(d) => s.tokens.recv_deadline(d).map_err(|e| match e {
-                        RecvTimeoutError::Timeout => NoCredit::Timeout,
-                        RecvTimeoutError::Disconnected => NoCredit::Disconnected,
-                    }),
-                    _ => s.tokens.recv().map_err(|_| NoCredit::Disconnected),
-                };
-                s.waiting.fetch_sub(1, Ordering::AcqRel);
-                got?;
-            }
-        }
+            },
+            k => k,
+        };
         if s.disconnected.load(Ordering::Acquire) {
             return Err(NoCredit::Disconnected);
         }
-        Ok(())
+        Ok(got)
+    }
+
+    /// Of a `grant` taken from the token channel, keeps what `need` asks
+    /// for and deposits the rest in `spare`; returns what it kept.
+    fn keep(&self, grant: usize, need: usize) -> usize {
+        let kept = grant.min(need);
+        if grant > kept {
+            self.shared.deposit(grant - kept);
+        }
+        kept
     }
 
     fn enqueue(&self, msg: T) -> Result<(), SendError<T>> {
@@ -214,8 +280,8 @@ impl<T: Send + 'static> RemoteSender<T> {
     /// inside a coroutine only the coroutine waits. Fails, giving `msg`
     /// back, once the receiver is gone.
     pub fn send(&self, msg: T) -> Result<(), SendError<T>> {
-        match self.credit(Wait::Forever) {
-            Ok(()) => self.enqueue(msg),
+        match self.credits(1, Wait::Forever) {
+            Ok(_) => self.enqueue(msg),
             Err(_) => Err(SendError(msg)),
         }
     }
@@ -223,8 +289,8 @@ impl<T: Send + 'static> RemoteSender<T> {
     /// Sends `msg` if credit is at hand now. A `Full` answer still asks
     /// the receiver for credit, so a later try may succeed.
     pub fn try_send(&self, msg: T) -> Result<(), TrySendError<T>> {
-        match self.credit(Wait::Now) {
-            Ok(()) => self
+        match self.credits(1, Wait::Now) {
+            Ok(_) => self
                 .enqueue(msg)
                 .map_err(|SendError(m)| TrySendError::Disconnected(m)),
             Err(NoCredit::Disconnected) => Err(TrySendError::Disconnected(msg)),
@@ -239,26 +305,13 @@ impl<T: Send + 'static> RemoteSender<T> {
             Some(d) => Wait::Until(d),
             None => Wait::Forever,
         };
-        match self.credit(wait) {
-            Ok(()) => self
+        match self.credits(1, wait) {
+            Ok(_) => self
                 .enqueue(msg)
                 .map_err(|SendError(m)| SendTimeoutError::Disconnected(m)),
             Err(NoCredit::Timeout | NoCredit::Full) => Err(SendTimeoutError::Timeout(msg)),
             Err(NoCredit::Disconnected) => Err(SendTimeoutError::Disconnected(msg)),
         }
-    }
-
-    /// Takes credit for up to `need` messages: one token as `wait` says,
-    /// then as many more as are at hand now (one claim on the token channel
-    /// for the lot). Returns how many, at least 1.
-    fn credits(&self, need: usize, wait: Wait) -> Result<usize, NoCredit> {
-        self.credit(wait)?;
-        if need <= 1 {
-            return Ok(1);
-        }
-        let mut more: Vec<()> = Vec::new(); // zero-sized: never allocates
-        let _ = self.shared.tokens.try_recv_batch(&mut more, need - 1);
-        Ok(1 + more.len())
     }
 
     /// Queues a run of messages, each holding a credit, as [`enqueue`]

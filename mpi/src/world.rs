@@ -154,10 +154,11 @@ impl World {
             "rank {dest} is not in the world"
         );
         assert!(tag <= MAX_TAG, "tag {tag} above MAX_TAG");
-        let (tok_tx, tok_rx) = mpmc::bounded::<()>(TOKEN_CAP);
+        let (tok_tx, tok_rx) = mpmc::bounded::<usize>(TOKEN_CAP);
         let (q_tx, q_rx) = mpsc::bounded::<Run<T>>(QUEUE_CAP);
         let shared = Arc::new(OutShared {
             tokens: tok_rx,
+            spare: AtomicUsize::new(0),
             queue: q_tx,
             handles: AtomicUsize::new(1),
             hungry: AtomicBool::new(false),
