@@ -5,8 +5,11 @@
 //!   ping-pong between the same two ranks (on the bridge thread, through
 //!   `World::run_raw`, with the channel traffic stopped);
 //! * streaming: a coroutine on rank 0 streams 8-byte messages to a
-//!   coroutine on rank 1; versus raw rsmpi sending the same `u64`s in
-//!   batches of `BATCH` per `MPI_Send`, and (for context) one per send.
+//!   coroutine on rank 1, through the batch API (`send_batch` /
+//!   `recv_batch`, `BATCH` per call) and one message per call; versus raw
+//!   rsmpi sending the same `u64`s in batches of `BATCH` per `MPI_Send`,
+//!   and (for context) one per send. The receiver's capacity is
+//!   `CAPACITY` for both swco cells.
 //!
 //! Cells alternate, `REPS` times each; medians. Exact sums are checked.
 //!
@@ -21,7 +24,7 @@ const ROUND_TRIPS: u64 = 20_000;
 const STREAM: u64 = 2_000_000;
 const RAW_SINGLE: u64 = 200_000;
 const BATCH: usize = 1024;
-const CAPACITY: usize = 4096;
+const CAPACITY: usize = 16_384;
 const REPS: usize = 5;
 
 fn median(mut v: Vec<f64>) -> f64 {
