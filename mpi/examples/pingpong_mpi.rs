@@ -18,7 +18,7 @@
 use std::time::{Duration, Instant};
 
 use swco_mpi::mpi::traits::*;
-use swco_mpi::World;
+use swco_mpi::{RemoteReceiver, RemoteSender, World};
 
 const ROUND_TRIPS: u64 = 20_000;
 const STREAM: u64 = 2_000_000;
@@ -81,65 +81,27 @@ fn raw_pingpong(world: &World) -> f64 {
     dt.as_secs_f64() * 1e6 / ROUND_TRIPS as f64
 }
 
-/// One swco streaming cell: messages per second (measured on rank 1).
-fn swco_stream(world: &World, rt: &swco::Runtime, tag: u16) -> f64 {
+/// One swco streaming cell: `produce` sends `0..STREAM` from a coroutine on
+/// rank 0, `consume` returns (count, sum) of what a coroutine on rank 1
+/// took; both checked. Messages per second, measured on rank 1.
+fn stream_cell(
+    world: &World,
+    rt: &swco::Runtime,
+    tag: u16,
+    produce: impl FnOnce(RemoteSender<u64>) + Send + 'static,
+    consume: impl FnOnce(RemoteReceiver<u64>) -> (u64, u64) + Send + 'static,
+) -> f64 {
     let dt = if world.rank() == 0 {
         let tx = world.sender::<u64>(1, tag);
         world.barrier();
-        rt.spawn(move || {
-            for i in 0..STREAM {
-                tx.send(i).expect("send");
-            }
-        })
-        .join()
-        .expect("producer");
+        rt.spawn(move || produce(tx)).join().expect("producer");
         Duration::ZERO
     } else {
         let rx = world.receiver::<u64>(0, tag, CAPACITY);
         world.barrier();
         rt.spawn(move || {
             let t0 = Instant::now();
-            let sum: u64 = rx.iter().sum();
-            let dt = t0.elapsed();
-            assert_eq!(sum, STREAM * (STREAM - 1) / 2, "stream sum");
-            dt
-        })
-        .join()
-        .expect("consumer")
-    };
-    world.barrier();
-    STREAM as f64 / dt.as_secs_f64().max(1e-12)
-}
-
-/// One swco streaming cell through the batch API: the producer sends runs
-/// of `BATCH` with `send_batch`, the consumer takes up to `BATCH` at a time
-/// with `recv_batch`; messages per second (measured on rank 1).
-fn swco_stream_batch(world: &World, rt: &swco::Runtime, tag: u16) -> f64 {
-    let dt = if world.rank() == 0 {
-        let tx = world.sender::<u64>(1, tag);
-        world.barrier();
-        rt.spawn(move || {
-            let mut next = 0;
-            while next < STREAM {
-                let end = (next + BATCH as u64).min(STREAM);
-                tx.send_batch(next..end).expect("send");
-                next = end;
-            }
-        })
-        .join()
-        .expect("producer");
-        Duration::ZERO
-    } else {
-        let rx = world.receiver::<u64>(0, tag, CAPACITY);
-        world.barrier();
-        rt.spawn(move || {
-            let t0 = Instant::now();
-            let (mut sum, mut count) = (0u64, 0u64);
-            let mut buf = Vec::with_capacity(BATCH);
-            while rx.recv_batch(&mut buf, BATCH).is_ok() {
-                count += buf.len() as u64;
-                sum += buf.drain(..).sum::<u64>();
-            }
+            let (count, sum) = consume(rx);
             let dt = t0.elapsed();
             assert_eq!(count, STREAM, "stream count");
             assert_eq!(sum, STREAM * (STREAM - 1) / 2, "stream sum");
@@ -150,6 +112,48 @@ fn swco_stream_batch(world: &World, rt: &swco::Runtime, tag: u16) -> f64 {
     };
     world.barrier();
     STREAM as f64 / dt.as_secs_f64().max(1e-12)
+}
+
+/// Streaming one message per `send` / `recv`.
+fn swco_stream(world: &World, rt: &swco::Runtime, tag: u16) -> f64 {
+    stream_cell(
+        world,
+        rt,
+        tag,
+        |tx| {
+            for i in 0..STREAM {
+                tx.send(i).expect("send");
+            }
+        },
+        |rx| rx.iter().fold((0, 0), |(n, s), v| (n + 1, s + v)),
+    )
+}
+
+/// Streaming through the batch API: runs of `BATCH` with `send_batch`, up
+/// to `BATCH` at a time with `recv_batch`.
+fn swco_stream_batch(world: &World, rt: &swco::Runtime, tag: u16) -> f64 {
+    stream_cell(
+        world,
+        rt,
+        tag,
+        |tx| {
+            let mut next = 0;
+            while next < STREAM {
+                let end = (next + BATCH as u64).min(STREAM);
+                tx.send_batch(next..end).expect("send");
+                next = end;
+            }
+        },
+        |rx| {
+            let (mut count, mut sum) = (0u64, 0u64);
+            let mut buf = Vec::with_capacity(BATCH);
+            while rx.recv_batch(&mut buf, BATCH).is_ok() {
+                count += buf.len() as u64;
+                sum += buf.drain(..).sum::<u64>();
+            }
+            (count, sum)
+        },
+    )
 }
 
 /// One raw rsmpi streaming cell, `batch` `u64`s per MPI message: messages per second.

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use swco_mpi::mpi::traits::Equivalence;
-use swco_mpi::{RecvTimeoutError, SendError, SendTimeoutError, Source, TrySendError, World};
+use swco_mpi::{
+    RecvTimeoutError, RemoteSender, SendError, SendTimeoutError, Source, TrySendError, World,
+};
 
 /// A message that says who sent it and in which order.
 #[derive(Equivalence, Debug, Clone, Copy, PartialEq)]
@@ -42,6 +44,25 @@ fn check_streams(got: &[Stamp], streams: usize, per: u64) {
     assert_eq!(got.len() as u64, streams as u64 * per);
 }
 
+/// Runs `body(tx, rank, sender)` for `senders` senders, each a coroutine
+/// with its own clone of `tx`; drops `tx` (so the route closes when they
+/// are done) and joins them all.
+fn run_senders<F>(world: &World, rt: &swco::Runtime, tx: RemoteSender<Stamp>, senders: u32, body: F)
+where
+    F: Fn(&RemoteSender<Stamp>, i32, u32) + Clone + Send + 'static,
+{
+    let hs: Vec<_> = (0..senders)
+        .map(|sender| {
+            let (tx, body, rank) = (tx.clone(), body.clone(), world.rank());
+            rt.spawn(move || body(&tx, rank, sender))
+        })
+        .collect();
+    drop(tx);
+    for h in hs {
+        h.join().expect("sender");
+    }
+}
+
 /// Many coroutines on every other rank feed one receiver on rank 0:
 /// exactly-once, per-sender order, exact count.
 fn fan_in(world: &Arc<World>) {
@@ -58,21 +79,11 @@ fn fan_in(world: &Arc<World>) {
         println!("fan_in: {} messages, {st:?}", got.len());
     } else {
         let tx = world.sender::<Stamp>(0, TAG);
-        let hs: Vec<_> = (0..SENDERS)
-            .map(|sender| {
-                let tx = tx.clone();
-                let rank = world.rank();
-                rt.spawn(move || {
-                    for seq in 0..PER {
-                        tx.send(Stamp { rank, sender, seq }).expect("send");
-                    }
-                })
-            })
-            .collect();
-        drop(tx);
-        for h in hs {
-            h.join().expect("sender");
-        }
+        run_senders(world, &rt, tx, SENDERS, |tx, rank, sender| {
+            for seq in 0..PER {
+                tx.send(Stamp { rank, sender, seq }).expect("send");
+            }
+        });
     }
     rt.shutdown();
 }
@@ -290,43 +301,32 @@ fn batches(world: &Arc<World>) {
         println!("batches: {} messages in {rounds} takes, {st:?}", got.len());
     } else {
         let tx = world.sender::<Stamp>(0, TAG);
-        let hs: Vec<_> = (0..SENDERS)
-            .map(|sender| {
-                let tx = tx.clone();
-                let rank = world.rank();
-                rt.spawn(move || {
-                    let mut seq = 0;
-                    let mut size = 1;
-                    while seq < PER {
-                        let end = (seq + size).min(PER);
-                        let run: Vec<Stamp> =
-                            (seq..end).map(|seq| Stamp { rank, sender, seq }).collect();
-                        if sender % 2 == 0 {
-                            assert_eq!(tx.send_batch(run), Ok((end - seq) as usize));
-                        } else {
-                            // Try, and on `Full` go on with what is left.
-                            let mut rest = run;
-                            loop {
-                                match tx.try_send_batch(rest) {
-                                    Ok(_) => break,
-                                    Err(TrySendError::Full(left)) => {
-                                        rest = left;
-                                        swco::yield_now();
-                                    }
-                                    Err(e) => panic!("{e:?}"),
-                                }
+        run_senders(world, &rt, tx, SENDERS, |tx, rank, sender| {
+            let mut seq = 0;
+            let mut size = 1;
+            while seq < PER {
+                let end = (seq + size).min(PER);
+                let run: Vec<Stamp> = (seq..end).map(|seq| Stamp { rank, sender, seq }).collect();
+                if sender % 2 == 0 {
+                    assert_eq!(tx.send_batch(run), Ok((end - seq) as usize));
+                } else {
+                    // Try, and on `Full` go on with what is left.
+                    let mut rest = run;
+                    loop {
+                        match tx.try_send_batch(rest) {
+                            Ok(_) => break,
+                            Err(TrySendError::Full(left)) => {
+                                rest = left;
+                                swco::yield_now();
                             }
+                            Err(e) => panic!("{e:?}"),
                         }
-                        seq = end;
-                        size = size * 3 % 97 + 1; // 1 .. 97, some above CAP
                     }
-                })
-            })
-            .collect();
-        drop(tx);
-        for h in hs {
-            h.join().expect("sender");
-        }
+                }
+                seq = end;
+                size = size * 3 % 97 + 1; // 1 .. 97, some above CAP
+            }
+        });
     }
     rt.shutdown();
 }
