@@ -11,10 +11,10 @@
 //! * a node pointer: the items queued, newest first; the executor is awake,
 //!   or has already been unparked by the pusher that replaced `SLEEPING`.
 //!
-//! A remote spawn is one allocation (its node) and one successful
-//! compare-and-swap on the one line of `head`; a remote wake is the CAS
-//! alone: it queues the coroutine's own [`WakeLink`], which lives in the
-//! coroutine's header, so waking allocates and frees nothing. An unpark
+//! A remote spawn or wake is one successful compare-and-swap on the one
+//! line of `head`, and no allocation: a spawn travels in the node its job
+//! carries ([`Spawnable`]; the coroutine's one allocation holds it), a wake
+//! in the coroutine's own [`WakeLink`], which lives in its header. An unpark
 //! only when the push finds the executor asleep.
 //!
 //! # Invariants
@@ -42,8 +42,8 @@
 //!   whole list, with one `swap` to `EMPTY` (Acquire). Later pushers' CASes
 //!   are read-modify-writes, so they continue every earlier pusher's release
 //!   sequence and the one Acquire swap sees every node's contents. The
-//!   executor frees each spawn node it took, once, and never frees a wake
-//!   link (its coroutine owns it).
+//!   executor frees each boxed spawn node it took, once, and never frees a
+//!   node an item carries or a wake link (their owners do).
 //! * A wake link is in the list at most once, and outlives its stay there.
 //!   The caller of [`Inbox::push_wake`] promises both: in the executor, only
 //!   the winner of a parked coroutine's `WAITING -> RUNNING` transition
@@ -74,8 +74,9 @@
 //! `loom-tests/tests/executor.rs`.
 
 use std::marker::PhantomData;
-use std::mem::ManuallyDrop;
+use std::mem::MaybeUninit;
 use std::ptr;
+use std::ptr::NonNull;
 use std::time::Instant;
 
 use crate::sync::{AtomicUsize, Ordering, Parker, Unparker, UnsafeCell};
@@ -129,15 +130,66 @@ struct Link {
     slot: usize,
 }
 
-/// A new coroutine on its way in: boxed by its pusher, freed by the drain.
+/// A new coroutine's cell in the list. Where it lives is the item's choice
+/// ([`Spawnable`]): a box per push, freed by the drain, or a cell the item
+/// carries with it (a spawned coroutine's one allocation), so that a
+/// remote spawn allocates nothing of its own.
 #[repr(C)]
-struct SpawnNode<J> {
+#[doc(hidden)]
+pub struct SpawnNode<J> {
     /// First, so a `*mut Link` to it is a `*mut SpawnNode<J>` (`repr(C)`).
     link: Link,
-    /// Moved out by the drain, which then frees the node without dropping
-    /// it again.
-    job: UnsafeCell<ManuallyDrop<J>>,
+    /// Written by the push, moved out by the drain (never dropped in
+    /// place).
+    job: UnsafeCell<MaybeUninit<J>>,
 }
+
+impl<J> SpawnNode<J> {
+    /// An empty node, in no list.
+    #[must_use]
+    pub fn new() -> Self {
+        SpawnNode {
+            link: Link {
+                next: UnsafeCell::new(ptr::null_mut()),
+                slot: SPAWN,
+            },
+            job: UnsafeCell::new(MaybeUninit::uninit()),
+        }
+    }
+}
+
+impl<J> Default for SpawnNode<J> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+// SAFETY: a node is written only by the one pusher that owns the item it
+// carries, and read only by the drain after that push happened-before (as
+// for `WakeLink`); the item itself crosses threads, hence `J: Send`.
+unsafe impl<J: Send> Send for SpawnNode<J> {}
+// SAFETY: as above.
+unsafe impl<J: Send> Sync for SpawnNode<J> {}
+
+/// How an item handed to [`Inbox::push_spawn`] travels.
+///
+/// # Safety
+///
+/// A node that [`embedded_node`](Spawnable::embedded_node) returns must stay
+/// alive while the item is queued in it (the item keeping its allocation
+/// alive does), and must not be in a list when the item is pushed: one
+/// node per item, and one item per node at a time.
+#[doc(hidden)]
+pub unsafe trait Spawnable: Sized {
+    /// The node this item carries with it, or `None` to box one per push.
+    fn embedded_node(&self) -> Option<NonNull<SpawnNode<Self>>> {
+        None
+    }
+}
+
+// The loom models' items: boxed nodes.
+// SAFETY: no embedded node.
+unsafe impl Spawnable for u32 {}
 
 /// A coroutine's own cell in its executor's inbox: a remote wake queues it
 /// instead of allocating a node. It belongs in what it wakes (the
@@ -170,7 +222,7 @@ unsafe impl Sync for WakeLink {}
 
 /// See the module docs.
 #[doc(hidden)]
-pub struct Inbox<J> {
+pub struct Inbox<J: Spawnable> {
     /// `EMPTY`, `SLEEPING` or the newest node (see the module docs).
     head: AtomicUsize,
     unparker: Unparker,
@@ -182,9 +234,9 @@ pub struct Inbox<J> {
 // (by a drain, which owns the nodes its `swap` took, even if two threads
 // drained at once); no `&J` is shared between threads. So sharing the inbox
 // needs `J: Send` only, as for `Mutex<Vec<J>>`.
-unsafe impl<J: Send> Sync for Inbox<J> {}
+unsafe impl<J: Send + Spawnable> Sync for Inbox<J> {}
 
-impl<J> Inbox<J> {
+impl<J: Spawnable> Inbox<J> {
     /// An empty inbox that wakes its executor through `unparker`.
     #[must_use]
     pub fn new(unparker: Unparker) -> Self {
@@ -195,18 +247,21 @@ impl<J> Inbox<J> {
         }
     }
 
-    /// Hands a new coroutine to the executor.
+    /// Hands a new coroutine to the executor, in the node the item carries
+    /// or in a boxed one.
     pub fn push_spawn(&self, job: J) {
-        let node = Box::into_raw(Box::new(SpawnNode {
-            link: Link {
-                next: UnsafeCell::new(ptr::null_mut()),
-                slot: SPAWN,
-            },
-            job: UnsafeCell::new(ManuallyDrop::new(job)),
-        }));
-        // SAFETY: a fresh box that only this thread knows of; `link` is its
-        // first field (`repr(C)`), so the drain can cast back.
-        unsafe { self.push(node.cast::<Link>()) }
+        let node = match job.embedded_node() {
+            Some(node) => node.as_ptr(),
+            None => Box::into_raw(Box::new(SpawnNode::new())),
+        };
+        // SAFETY: the node is alive and in no list (a fresh box, or the
+        // item's own node: `Spawnable`'s contract), so only this thread
+        // touches it until the push below publishes it; `link` is its first
+        // field (`repr(C)`), so the drain can cast back.
+        unsafe {
+            (*node).job.with_mut(|p| (*p).write(job));
+            self.push(node.cast::<Link>());
+        }
     }
 
     /// Asks the executor to run the coroutine whose link this is again.
@@ -303,16 +358,17 @@ impl<J> Inbox<J> {
             // (the pusher's promise); a spawn node is a live box.
             let (next, slot) = unsafe { ((*node).next.with(|p| *p), (*node).slot) };
             if slot == SPAWN {
-                // SAFETY: a spawn node came from `Box::into_raw` in
-                // `push_spawn`, with the link as its first field; we free it
-                // exactly once, here.
-                let boxed = unsafe { Box::from_raw(node.cast::<SpawnNode<J>>()) };
-                // SAFETY: the pusher's write of the job happened-before
-                // (above); it is moved out once, and the box's drop does not
-                // drop it again (`ManuallyDrop`).
-                let job = boxed
-                    .job
-                    .with(|p| ManuallyDrop::into_inner(unsafe { ptr::read(p) }));
+                let spawn = node.cast::<SpawnNode<J>>();
+                // SAFETY: the link is a spawn node's first field; the
+                // pusher's write of the job happened-before (above), and it
+                // is moved out once, here.
+                let job = unsafe { (*spawn).job.with(|p| (*p).assume_init_read()) };
+                if job.embedded_node().is_none() {
+                    // SAFETY: a node the item does not carry came from
+                    // `Box::into_raw` in `push_spawn`; we free it exactly
+                    // once, here (`MaybeUninit` drops no job).
+                    drop(unsafe { Box::from_raw(spawn) });
+                }
                 queue.spawns.push(job);
             } else {
                 queue.wakes.push(slot);
@@ -353,7 +409,7 @@ impl<J> Inbox<J> {
     }
 }
 
-impl<J> Drop for Inbox<J> {
+impl<J: Spawnable> Drop for Inbox<J> {
     fn drop(&mut self) {
         // Frees the spawn nodes left (and drops their jobs), in arrival
         // order; wake links belong to their coroutines.

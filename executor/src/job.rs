@@ -11,7 +11,10 @@
 //!   it; or, if the job is dropped unstarted, as cancelled, so its joiner
 //!   is released.
 
+use std::ptr::NonNull;
 use std::sync::Arc;
+
+use crate::inbox::{SpawnNode, Spawnable};
 
 /// What a [`Job`] starts: a spawned coroutine's closure and the join slot
 /// its result goes to, in one allocation (`Spawned` in `spawning.rs`).
@@ -26,6 +29,11 @@ pub(crate) trait Launch: Send + Sync {
     /// implementation takes the closure out of a cell without a lock on
     /// that promise.
     unsafe fn launch(self: Arc<Self>, start: Start);
+
+    /// The inbox node the job travels in when it is handed to another
+    /// executor (inside the same allocation, so a remote spawn allocates
+    /// nothing more).
+    fn spawn_node(&self) -> NonNull<SpawnNode<Job>>;
 }
 
 /// A coroutine body, on its way to its home executor. The executor starts
@@ -72,6 +80,15 @@ impl Job {
             // this is the one launch of its allocation (see `Job::new`).
             unsafe { body.launch(start) }
         }
+    }
+}
+
+// SAFETY: the node lives in the job's own allocation, which the job keeps
+// alive (its `Arc`) while it is queued in it; each allocation has one job,
+// which is in at most one list at a time.
+unsafe impl Spawnable for Job {
+    fn embedded_node(&self) -> Option<NonNull<SpawnNode<Job>>> {
+        self.body.as_ref().map(|body| body.spawn_node())
     }
 }
 

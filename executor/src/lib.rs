@@ -79,7 +79,7 @@ pub use stats::{ExecutorStats, Stats};
 /// it exists only under `--cfg loom` (the `swco-loom-tests` models).
 #[cfg(loom)]
 pub mod model {
-    pub use crate::inbox::{Inbox, InboxQueue, WakeLink};
+    pub use crate::inbox::{Inbox, InboxQueue, SpawnNode, Spawnable, WakeLink};
     pub use crate::join::{Completer, JoinSlot};
     pub use crate::wake::WakeState;
 }

@@ -15,11 +15,13 @@
 
 use std::cell::UnsafeCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::error::SpawnError;
 use crate::executor::Local;
+use crate::inbox::SpawnNode;
 use crate::job::{Job, Launch, Start};
 use crate::join::{HoldsSlot, JoinError, JoinHandle, JoinSlot};
 use crate::panic::{drop_closure, drop_payload, join_error};
@@ -132,6 +134,7 @@ impl RuntimeShared {
             exec.live.fetch_add(1, Ordering::Relaxed);
         }
         let spawned = Arc::new(Spawned {
+            node: SpawnNode::new(),
             slot: JoinSlot::new(),
             f: UnsafeCell::new(Some(f)),
         });
@@ -155,6 +158,8 @@ impl RuntimeShared {
 /// until the executor takes it. The join handle holds it as the slot (as
 /// `dyn HoldsSlot`), the job as the body (as `dyn Launch`).
 struct Spawned<F, T> {
+    /// The job's cell in an inbox, when it is handed to another executor.
+    node: SpawnNode<Job>,
     slot: JoinSlot<T>,
     /// Taken once, by [`Launch::launch`]; only the job reaches it.
     f: UnsafeCell<Option<F>>,
@@ -162,8 +167,10 @@ struct Spawned<F, T> {
 
 // SAFETY: `f` is touched only by `launch`, which runs at most once (its
 // contract) on whichever thread owns the job, and by `Drop`, which has the
-// allocation to itself; a shared reference elsewhere (the join handle's)
-// reaches only `slot`, which is `Sync` itself. So `F` needs only `Send`.
+// allocation to itself; `node` is `Sync` itself (and used only by the
+// job's owner and the inbox drain); a shared reference elsewhere (the join
+// handle's) reaches only `slot`, which is `Sync` itself. So `F` needs only
+// `Send`.
 unsafe impl<F: Send, T: Send> Sync for Spawned<F, T> {}
 
 impl<F, T> HoldsSlot<T> for Spawned<F, T>
@@ -181,6 +188,10 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
+    fn spawn_node(&self) -> NonNull<SpawnNode<Job>> {
+        NonNull::from(&self.node)
+    }
+
     unsafe fn launch(self: Arc<Self>, start: Start) {
         // SAFETY: launched at most once (the trait's contract), and nothing
         // else reaches `f` while the allocation is shared (see the `Sync`

@@ -13,8 +13,12 @@ mod common;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
+use std::ptr::NonNull;
 use swco_channel::hook::Parker;
-use swco_executor::model::{Inbox, InboxQueue, JoinSlot, WakeLink, WakeState};
+
+use swco_executor::model::{
+    Inbox, InboxQueue, JoinSlot, SpawnNode, Spawnable, WakeLink, WakeState,
+};
 
 /// A wake racing with the coroutine's own park is never lost: either the park
 /// is cancelled (the wake was remembered) or the waker schedules the parked
@@ -291,5 +295,78 @@ model!(
         assert_eq!(taken.wakes, vec![3, 3]);
         waker.join().unwrap();
         assert_nothing_left(&inbox);
+    }
+);
+
+/// A loom item that carries its own inbox node, as a spawned coroutine's
+/// job does (its node lives in the coroutine's one allocation).
+struct Carried(Arc<CarriedCell>);
+
+struct CarriedCell {
+    node: SpawnNode<Carried>,
+    value: u32,
+}
+
+// SAFETY: the node lives in the item's own allocation, kept alive by the
+// item while it is queued; each model pushes an item again only after the
+// drain took it out.
+unsafe impl Spawnable for Carried {
+    fn embedded_node(&self) -> Option<NonNull<SpawnNode<Carried>>> {
+        Some(NonNull::from(&self.0.node))
+    }
+}
+
+fn carried(value: u32) -> Carried {
+    Carried(Arc::new(CarriedCell {
+        node: SpawnNode::new(),
+        value,
+    }))
+}
+
+model!(
+    /// Spawns that carry their own node: two pushed from another thread
+    /// arrive once each, in order, and neither node is freed by the drain
+    /// (the items still own them); one is then pushed again through the
+    /// same node and arrives again. Loom's cells in the node show that the
+    /// drain reads what each push wrote, and that the second push's writes
+    /// follow the first drain's reads.
+    executor_inbox_carried_spawn_nodes,
+    4,
+    {
+        let parker = Parker::new();
+        let inbox = Arc::new(Inbox::<Carried>::new(parker.unparker()));
+        let pusher = {
+            let inbox = inbox.clone();
+            thread::spawn(move || {
+                inbox.push_spawn(carried(1));
+                inbox.push_spawn(carried(2));
+            })
+        };
+        let mut got = Vec::new();
+        let mut spare = InboxQueue::default();
+        while got.len() < 2 {
+            if inbox.drain_into(&mut spare) {
+                got.append(&mut spare.spawns);
+            } else {
+                inbox.park(&parker, None);
+            }
+        }
+        pusher.join().unwrap();
+        assert_eq!(got.iter().map(|c| c.0.value).collect::<Vec<_>>(), [1, 2]);
+        // The same item, through the same node, once more.
+        let again = got.remove(0);
+        let pusher = {
+            let inbox = inbox.clone();
+            thread::spawn(move || inbox.push_spawn(again))
+        };
+        loop {
+            if inbox.drain_into(&mut spare) {
+                break;
+            }
+            inbox.park(&parker, None);
+        }
+        pusher.join().unwrap();
+        assert_eq!(spare.spawns.len(), 1);
+        assert_eq!(spare.spawns[0].0.value, 1);
     }
 );
