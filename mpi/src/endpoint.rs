@@ -254,26 +254,32 @@ impl<T: Send + 'static> RemoteSender<T> {
         kept
     }
 
-    fn enqueue(&self, msg: T) -> Result<(), SendError<T>> {
+    /// Pushes `run` (each message holding a credit) to the bridge's queue
+    /// and rings it; gives the run back if the route is closed.
+    fn push_run(&self, run: Run<T>) -> Result<(), Run<T>> {
         let s = &self.shared;
         // SeqCst, both: the sender's half of the Dekker pair with the
         // bridge's `disconnected` store and `enqueuing` load: either the
         // bridge sees us counted in (and drains until we are out), or we
-        // see the route closed and keep the message.
+        // see the route closed and keep the messages.
         s.enqueuing.fetch_add(1, Ordering::SeqCst);
         let queued = if s.disconnected.load(Ordering::SeqCst) {
-            Err(SendError(msg))
+            Err(run)
         } else {
-            s.queue.send(Run::One(msg)).map_err(|e| match e.0 {
-                Run::One(m) => SendError(m),
-                Run::Many(_) => unreachable!("sent one"),
-            })
+            s.queue.send(run).map_err(|e| e.0)
         };
         // Release: the push comes before, for the bridge's Acquire load of 0.
         s.enqueuing.fetch_sub(1, Ordering::Release);
         queued?;
         s.bell.ring();
         Ok(())
+    }
+
+    fn enqueue(&self, msg: T) -> Result<(), SendError<T>> {
+        self.push_run(Run::One(msg)).map_err(|run| match run {
+            Run::One(m) => SendError(m),
+            Run::Many(_) => unreachable!("sent one"),
+        })
     }
 
     /// Sends `msg`, waiting for credit if the receiver has none to spare:
@@ -314,28 +320,14 @@ impl<T: Send + 'static> RemoteSender<T> {
         }
     }
 
-    /// Queues a run of messages, each holding a credit, as [`enqueue`]
-    /// queues one: one element in the bridge's queue, one bell.
-    ///
-    /// [`enqueue`]: RemoteSender::enqueue
+    /// Queues a run of messages, each holding a credit: one element in the
+    /// bridge's queue, one bell.
     fn enqueue_run(&self, run: Vec<T>) -> Result<(), Vec<T>> {
-        let s = &self.shared;
-        // SeqCst, both: as in `enqueue`.
-        s.enqueuing.fetch_add(1, Ordering::SeqCst);
-        let queued = if s.disconnected.load(Ordering::SeqCst) {
-            Err(run)
-        } else {
-            s.queue.send(Run::of(run)).map_err(|e| {
-                let mut back = Vec::new();
-                e.0.append_to(&mut back);
-                back
-            })
-        };
-        // Release: as in `enqueue`.
-        s.enqueuing.fetch_sub(1, Ordering::Release);
-        queued?;
-        s.bell.ring();
-        Ok(())
+        self.push_run(Run::of(run)).map_err(|e| {
+            let mut back = Vec::new();
+            e.append_to(&mut back);
+            back
+        })
     }
 
     /// Sends `values` in runs, each covered by the credit at hand (waiting
