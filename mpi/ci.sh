@@ -28,20 +28,28 @@ fi
 # --- build ---------------------------------------------------------------------
 cargo build --release --tests --examples
 cargo test --release --lib
-TEST_BIN=$(cargo test --release --test mpi --no-run --message-format=json 2>/dev/null \
-    | grep '"kind":\["test"\]' | grep -o '"executable":"[^"]*"' | cut -d'"' -f4)
-[ -x "$TEST_BIN" ] || { echo "ci.sh: cannot find the mpi test binary" >&2; exit 1; }
+test_bin() {
+    cargo test --release --test "$1" --no-run --message-format=json 2>/dev/null \
+        | grep '"kind":\["test"\]' | grep -o '"executable":"[^"]*"' | cut -d'"' -f4
+}
+TEST_BIN=$(test_bin mpi)
+HOSTED_BIN=$(test_bin hosted_shutdown)
+for b in "$TEST_BIN" "$HOSTED_BIN"; do
+    [ -x "$b" ] || { echo "ci.sh: cannot find an mpi test binary" >&2; exit 1; }
+done
 RING_BIN=$CARGO_TARGET_DIR/release/examples/ring
 
 # --- run under mpirun ----------------------------------------------------------
 run() {
     local n=$1; shift
-    echo "=== mpirun -n $n $(basename "$1")"
+    echo "=== mpirun -n $n $(basename "$1") ${SWCO_MPI_HOST:+(bridge on $SWCO_MPI_HOST)}"
     timeout --kill-after=10 "$MPIRUN_TIMEOUT" \
         mpirun --allow-run-as-root --oversubscribe -n "$n" "$@"
 }
 for n in 2 4; do
-    run "$n" "$TEST_BIN"
+    SWCO_MPI_HOST=thread run "$n" "$TEST_BIN"
+    SWCO_MPI_HOST=executor run "$n" "$TEST_BIN"
+    run "$n" "$HOSTED_BIN"
     run "$n" "$RING_BIN"
 done
-echo "ci.sh: all MPI tests and the ring passed (2 and 4 ranks)"
+echo "ci.sh: all MPI tests and the ring passed (2 and 4 ranks; bridge on a thread and on an executor)"

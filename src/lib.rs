@@ -36,9 +36,10 @@ pub use swco_channel::select;
 
 // --- runtime API (swco-executor) -------------------------------------------
 pub use swco_executor::{
-    current_cpe, sleep, sleep_until, spawn, yield_now, BuildError, ExecutorStats, GuardPages,
-    JoinError, JoinHandle, Placement, Runtime, RuntimeBuilder, ShutdownTimeout, SpawnError, Stats,
-    DEFAULT_EXECUTORS, DEFAULT_STACK_SIZE, MAX_EXECUTORS, MIN_STACK_SIZE,
+    current_cpe, shutdown_requested, sleep, sleep_until, spawn, yield_now, BuildError,
+    ExecutorStats, GuardPages, JoinError, JoinHandle, Placement, Runtime, RuntimeBuilder,
+    ShutdownTimeout, SpawnError, Stats, DEFAULT_EXECUTORS, DEFAULT_STACK_SIZE, MAX_EXECUTORS,
+    MIN_STACK_SIZE,
 };
 // --- end runtime API ---------------------------------------------------------
 

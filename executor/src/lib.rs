@@ -65,8 +65,8 @@ pub use join::{JoinError, JoinHandle};
 pub use placement::Placement;
 #[cfg(not(loom))]
 pub use runtime::{
-    current_cpe, sleep, sleep_until, spawn, yield_now, Runtime, RuntimeBuilder, DEFAULT_EXECUTORS,
-    MAX_EXECUTORS,
+    current_cpe, shutdown_requested, sleep, sleep_until, spawn, yield_now, Runtime, RuntimeBuilder,
+    DEFAULT_EXECUTORS, MAX_EXECUTORS,
 };
 #[cfg(not(loom))]
 pub use stack::{GuardPages, DEFAULT_STACK_SIZE, MIN_STACK_SIZE};

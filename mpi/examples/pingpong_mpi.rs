@@ -190,15 +190,27 @@ fn raw_stream(world: &World, total: u64, batch: usize) -> f64 {
 }
 
 fn main() {
-    let world = World::init().expect("MPI init");
-    assert!(world.size() >= 2, "run under mpirun -n 2");
-    if world.rank() > 1 {
-        return; // only ranks 0 and 1 take part
-    }
+    // `thread`: the bridge on a thread of its own (World::init); default
+    // `executor`: the bridge as a coroutine on the runtime's one executor
+    // (World::init_on), beside the coroutines it serves.
+    let host = std::env::args().nth(1).unwrap_or_else(|| "executor".into());
     let rt = swco::Runtime::builder()
         .executors(1)
+        .stack_size(swco_mpi::MIN_BRIDGE_STACK)
         .build()
         .expect("runtime");
+    let world = match host.as_str() {
+        "thread" => World::init(),
+        "executor" => World::init_on(&rt, 0),
+        other => panic!("bridge host {other:?}: expected `thread` or `executor`"),
+    }
+    .expect("MPI init");
+    assert!(world.size() >= 2, "run under mpirun -n 2");
+    if world.rank() > 1 {
+        drop(world);
+        rt.shutdown();
+        return; // only ranks 0 and 1 take part
+    }
     let (mut pp_swco, mut pp_raw, mut st_swco, mut st_batch, mut st_raw, mut st_single) =
         (vec![], vec![], vec![], vec![], vec![], vec![]);
     // Warm-up cell of each, not counted.
@@ -233,7 +245,7 @@ fn main() {
         }
     });
     if let Some([ss, sb, sr, s1]) = report {
-        println!("swco-mpi vs raw rsmpi, 2 ranks, medians of {REPS} interleaved cells");
+        println!("swco-mpi (bridge on {host}) vs raw rsmpi, 2 ranks, medians of {REPS} interleaved cells");
         println!("| measurement | swco-mpi | raw rsmpi | ratio |");
         println!("|---|---|---|---|");
         println!(
@@ -259,5 +271,6 @@ fn main() {
             ss / s1
         );
     }
+    drop(world);
     rt.shutdown();
 }

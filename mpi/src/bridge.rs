@@ -1,4 +1,13 @@
-//! The bridge: the one thread per rank that makes MPI calls.
+//! The bridge: the one agent per rank that makes MPI calls. It runs on a
+//! thread of its own ([`World::init`](crate::World::init)), or as a
+//! coroutine on an executor of the application's runtime
+//! ([`World::init_on`](crate::World::init_on)), where the executor's thread
+//! carries both the coroutines and MPI, so a round trip needs no hand-off
+//! between threads. The code is the same: it waits only through swco
+//! (`swco::yield_now`, a channel's `recv_timeout`), which suspends a
+//! coroutine and parks or yields a thread. MPI is initialised and
+//! finalised by the bridge, so on one thread either way (a coroutine never
+//! moves).
 //!
 //! Endpoints hand it work through swco channels (commands, per-route
 //! queues) and atomics, and ring its bell; it never blocks on an MPI call
@@ -103,7 +112,16 @@ struct PendingSend<E: Equivalence + 'static> {
 }
 
 impl<E: Equivalence + 'static> PendingSend<E> {
-    fn start(comm: &SimpleCommunicator, dest: i32, tag: i32, data: Vec<E>) -> Box<dyn Pending> {
+    /// Starts the send and queues it on `pending`, unless it completed at
+    /// once (a small message goes out eagerly): then nothing is allocated
+    /// or tested again.
+    fn start(
+        comm: &SimpleCommunicator,
+        dest: i32,
+        tag: i32,
+        data: Vec<E>,
+        pending: &mut Vec<Box<dyn Pending>>,
+    ) {
         let buf: *mut [E] = Box::into_raw(data.into_boxed_slice());
         // SAFETY: `buf` comes from `Box::into_raw`, so it is valid and
         // aligned; it is freed only in `done`/`drop`, after the request that
@@ -112,10 +130,13 @@ impl<E: Equivalence + 'static> PendingSend<E> {
         let req = comm
             .process_at_rank(dest)
             .immediate_send_with_tag(StaticScope, view, tag);
-        Box::new(PendingSend {
+        let mut send = PendingSend {
             req: Some(req),
             buf,
-        })
+        };
+        if !send.done() {
+            pending.push(Box::new(send));
+        }
     }
 
     fn free(&mut self) {
@@ -259,12 +280,7 @@ impl<T: Payload> OutSource for TypedOut<T> {
         }
         if !discard {
             let wire = T::encode(batch);
-            pending.push(PendingSend::<T::Wire>::start(
-                comm,
-                dest,
-                data_tag(tag),
-                wire,
-            ));
+            PendingSend::<T::Wire>::start(comm, dest, data_tag(tag), wire, pending);
         }
         true
     }
@@ -356,6 +372,9 @@ struct Bridge {
     outs: HashMap<(i32, u16), OutRoute>,
     closed_outs: HashSet<(i32, u16)>,
     ins: HashMap<u16, InRoute>,
+    /// Tags of receivers whose every source closed: out of `ins`, so the
+    /// bridge's loop does not walk them, and kept so a tag is not reused.
+    retired: HashSet<u16>,
     pre: HashMap<u16, Pre>,
     fins: Vec<bool>,
     ctrl: Vec<Vec<u64>>,
@@ -400,6 +419,7 @@ pub(crate) fn run(cmds: mpmc::Receiver<Cmd>, bell: mpsc::Receiver<()>, ready: sp
         outs: HashMap::new(),
         closed_outs: HashSet::new(),
         ins: HashMap::new(),
+        retired: HashSet::new(),
         pre: HashMap::new(),
         fins: vec![false; size as usize],
         ctrl: vec![Vec::new(); size as usize],
@@ -413,8 +433,14 @@ pub(crate) fn run(cmds: mpmc::Receiver<Cmd>, bell: mpsc::Receiver<()>, ready: sp
         return;
     }
     let reply = b.serve();
-    // Every rank is done: no channel traffic is left anywhere.
-    b.comm.barrier();
+    // Every rank is done: no channel traffic is left anywhere. The barrier
+    // is polled, not waited on, so a bridge hosted by a coroutine does not
+    // hold its executor's thread while the slowest rank catches up.
+    let mut barrier = b.comm.immediate_barrier();
+    while let Err(pending) = barrier.test() {
+        barrier = pending;
+        swco::yield_now();
+    }
     drop(b);
     drop(universe);
     let _ = reply.send(());
@@ -430,6 +456,13 @@ const PARK: Duration = Duration::from_micros(500);
 impl Bridge {
     fn serve(&mut self) -> spsc::Sender<()> {
         let mut idle = 0u32;
+        // The first iteration, and each after a park, looks at everything.
+        let mut busy_before = true;
+        // Hosted by a coroutine, the bridge shares its thread with the
+        // coroutines it serves: it yields after every iteration, so one it
+        // just woke (a delivery, a credit) runs at once instead of after
+        // the bridge's spin. A thread of its own spins first instead.
+        let hosted = swco::current_cpe().is_some();
         let trace = std::env::var_os("SWCO_MPI_TRACE").is_some();
         let mut last_trace = std::time::Instant::now();
         loop {
@@ -437,14 +470,30 @@ impl Bridge {
                 last_trace = std::time::Instant::now();
                 self.dump();
             }
-            let mut busy = false;
+            // Local work (commands, queued messages, consumed credit,
+            // dropped endpoints) is looked at only when there can be some:
+            // every endpoint rings the bell after it changes what the
+            // bridge serves, and the bell is emptied before the look, so a
+            // change is either seen now or rings again. Incoming MPI and
+            // the last iteration's own work (a grant banked, a frame due)
+            // also call for a look, and so does shutting down.
+            let mut rang = false;
             while self.bell.try_recv().is_ok() {
-                busy = true;
+                rang = true;
             }
-            busy |= self.commands();
-            busy |= self.incoming();
-            busy |= self.service_ins();
-            busy |= self.service_outs();
+            let look = rang || busy_before || self.shutdown.is_some();
+            let mut busy = rang;
+            if look {
+                busy |= self.commands();
+                // What coroutines queued since the last iteration goes out
+                // first: a reply is on the wire before this iteration probes.
+                busy |= self.service_outs();
+            }
+            let arrived = self.incoming();
+            busy |= arrived;
+            if look || arrived {
+                busy |= self.service_ins();
+            }
             self.flush_ctrl();
             self.pending.retain_mut(|p| !p.done());
             // Raw jobs run after this iteration's data and control went
@@ -457,17 +506,30 @@ impl Bridge {
             if self.shutdown.is_some() && self.finished() {
                 return self.shutdown.take().expect("checked");
             }
+            busy_before = busy;
             if busy {
                 idle = 0;
+                if hosted {
+                    swco::yield_now();
+                }
             } else {
+                // A runtime shutting down waits for its live coroutines,
+                // this bridge among them: finalise as a `World` drop would
+                // (nobody waits for the reply), rather than keep it waiting.
+                if hosted && self.shutdown.is_none() && swco::shutdown_requested() {
+                    self.shutdown = Some(spsc::bounded(1).0);
+                    busy_before = true;
+                    continue;
+                }
                 idle = idle.saturating_add(1);
-                if idle < SPIN {
+                if idle < SPIN && !hosted {
                     std::hint::spin_loop();
                 } else if idle < SPIN + YIELD {
-                    std::thread::yield_now();
+                    swco::yield_now();
                 } else {
                     let _ = self.bell.recv_timeout(PARK);
                     idle = SPIN; // after a park, yield a while again
+                    busy_before = true;
                 }
             }
         }
@@ -538,8 +600,7 @@ impl Bridge {
         for to in 0..self.size {
             if !self.ctrl[to as usize].is_empty() {
                 let words = std::mem::take(&mut self.ctrl[to as usize]);
-                self.pending
-                    .push(PendingSend::<u64>::start(&self.comm, to, CTRL_TAG, words));
+                PendingSend::<u64>::start(&self.comm, to, CTRL_TAG, words, &mut self.pending);
             }
         }
     }
@@ -614,7 +675,7 @@ impl Bridge {
         shared: Arc<InShared>,
         sink: Box<dyn Sink>,
     ) -> Result<(), String> {
-        if self.ins.contains_key(&tag) {
+        if self.ins.contains_key(&tag) || self.retired.contains(&tag) {
             return Err(format!(
                 "rank {} already made a receiver for tag {tag}",
                 self.rank
@@ -698,7 +759,9 @@ impl Bridge {
                     Some(st) if !r.dead && !r.done => st.demanding = true,
                     _ => self.frame(src, Kind::Gone, tag, 0),
                 },
-                None if self.shutdown.is_some() => self.frame(src, Kind::Gone, tag, 0),
+                None if self.shutdown.is_some() || self.retired.contains(&tag) => {
+                    self.frame(src, Kind::Gone, tag, 0)
+                }
                 None => {
                     self.pre.entry(tag).or_default().demanders.insert(src);
                 }
@@ -732,6 +795,7 @@ impl Bridge {
                         st.close_batches = Some(value);
                     }
                 }
+                None if self.retired.contains(&tag) => {}
                 None => {
                     self.pre.entry(tag).or_default().closes.insert(src, value);
                 }
@@ -759,11 +823,9 @@ impl Bridge {
 
     fn service_ins(&mut self) -> bool {
         let mut any = false;
+        let mut retire = false;
         let mut frames = Vec::new();
         for (&tag, r) in self.ins.iter_mut() {
-            if r.done {
-                continue;
-            }
             let c = r.shared.consumed.swap(0, Ordering::AcqRel);
             if c > 0 {
                 any = true;
@@ -833,8 +895,18 @@ impl Bridge {
             if r.sources.values().all(|st| st.finished) {
                 r.done = true;
                 r.sink.close();
+                retire = true;
                 any = true;
             }
+        }
+        if retire {
+            let retired = &mut self.retired;
+            self.ins.retain(|&tag, r| {
+                if r.done {
+                    retired.insert(tag);
+                }
+                !r.done
+            });
         }
         for (to, kind, tag, v) in frames {
             self.frame(to, kind, tag, v);
@@ -880,7 +952,7 @@ impl Bridge {
                     if quiet {
                         break;
                     }
-                    std::thread::yield_now();
+                    swco::yield_now();
                 }
                 frames.push((dest, Kind::Close, tag, r.batches));
                 closed.push((dest, tag));

@@ -30,7 +30,7 @@ mod world;
 
 pub use endpoint::{Iter, ReceiverStats, RemoteReceiver, RemoteSender};
 pub use wire::{Payload, Typed, MAX_TAG};
-pub use world::{InitError, Source, World};
+pub use world::{InitError, Source, World, MIN_BRIDGE_STACK};
 
 /// The rsmpi crate this package is built on (for `#[derive(Equivalence)]`
 /// and raw baselines).

@@ -1,13 +1,13 @@
-//! The per-rank handle: MPI initialisation, the bridge thread, endpoint
-//! creation, finalisation.
+//! The per-rank handle: MPI initialisation, the bridge (a thread, or a
+//! coroutine on an executor), endpoint creation, finalisation.
 //!
 //! Invariants:
-//! * MPI is initialised, used and finalised on the bridge thread only; a
+//! * MPI is initialised, used and finalised by the bridge only; a
 //!   [`World`] talks to it through a swco command channel and its bell, so
 //!   `World` is `Send + Sync` and may be shared with coroutines.
 //! * Finalising (explicit or on drop) happens once: it asks the bridge to
 //!   shut down, waits for its reply (after every rank's in-flight messages
-//!   are delivered, see `bridge.rs`), then joins the thread.
+//!   are delivered, see `bridge.rs`), then joins the bridge.
 
 use std::any::{Any, TypeId};
 use std::cell::{Cell, RefCell};
@@ -31,7 +31,7 @@ pub enum InitError {
     AlreadyInitialized,
     /// MPI granted a thread level below `Multiple` (the level it granted).
     ThreadLevel(String),
-    /// The bridge thread could not start or died during start-up.
+    /// The bridge could not start or died during start-up.
     Bridge(String),
 }
 
@@ -42,7 +42,7 @@ impl fmt::Display for InitError {
             InitError::ThreadLevel(l) => {
                 write!(f, "MPI granted thread level {l}, swco-mpi needs Multiple")
             }
-            InitError::Bridge(e) => write!(f, "the MPI bridge thread failed: {e}"),
+            InitError::Bridge(e) => write!(f, "the MPI bridge failed: {e}"),
         }
     }
 }
@@ -81,8 +81,30 @@ pub struct World {
     size: i32,
     cmds: mpmc::Sender<Cmd>,
     bell: Bell,
-    thread: Option<std::thread::JoinHandle<()>>,
+    host: Option<Host>,
 }
+
+/// Where the bridge runs.
+enum Host {
+    Thread(std::thread::JoinHandle<()>),
+    Coroutine(swco::JoinHandle<()>),
+}
+
+impl Host {
+    fn join(self) {
+        match self {
+            Host::Thread(t) => {
+                let _ = t.join();
+            }
+            Host::Coroutine(c) => {
+                let _ = c.join();
+            }
+        }
+    }
+}
+
+/// The stack a bridge coroutine needs at least: `MPI_Init` runs on it.
+pub const MIN_BRIDGE_STACK: usize = 256 * 1024;
 
 impl fmt::Debug for World {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -98,27 +120,100 @@ impl World {
     /// An error (not a panic) if MPI is initialised already or grants a
     /// lower level.
     pub fn init() -> Result<World, InitError> {
+        World::start(|cmd_rx, bell_rx, ready_tx| {
+            std::thread::Builder::new()
+                .name("swco-mpi-bridge".into())
+                .spawn(move || bridge::run(cmd_rx, bell_rx, ready_tx))
+                .map(Host::Thread)
+                .map_err(|e| InitError::Bridge(e.to_string()))
+        })
+    }
+
+    /// Initialises MPI as [`World::init`] does, but runs the bridge as a
+    /// coroutine on executor `cpe` of `rt` instead of a thread of its own.
+    ///
+    /// That executor's thread then carries MPI and the coroutines placed
+    /// there: a coroutine on `cpe` that sends and waits for an answer hands
+    /// the bridge its message without waking another thread, and is woken
+    /// by it the same way, which is what a cross-rank round trip costs
+    /// most. Use it when a rank has few cores (one rank per core); put the
+    /// coroutines that talk across ranks on `cpe` (`rt.spawn_on(cpe, ..)`).
+    ///
+    /// While it waits for MPI traffic the bridge yields to the executor's
+    /// other coroutines, then sleeps on the executor's timer, so the
+    /// executor keeps running them and parks when all is idle. Nothing on
+    /// `cpe` may block its thread outside swco (a `std::thread::sleep`,
+    /// a blocking `std::sync` call): the bridge would stop with it.
+    /// [`World::run_raw`] jobs run on that thread too.
+    ///
+    /// Drop (or [`finalize`](World::finalize)) the `World` before shutting
+    /// `rt` down: a shutdown cancels the bridge without finalising MPI.
+    ///
+    /// # Errors
+    /// As [`World::init`]; [`InitError::Bridge`] if `cpe` is not an
+    /// executor of `rt`, `rt` is shut down, or its stacks are smaller than
+    /// [`MIN_BRIDGE_STACK`].
+    ///
+    /// ```no_run
+    /// let rt = swco::Runtime::builder().executors(1).stack_size(swco_mpi::MIN_BRIDGE_STACK).build()?;
+    /// let world = swco_mpi::World::init_on(&rt, 0)?;
+    /// let peer = 1 - world.rank();
+    /// let (tx, rx) = (world.sender::<u64>(peer, 1), world.receiver::<u64>(peer, 1, 16));
+    /// let rank = world.rank();
+    /// rt.spawn_on(0, move || {
+    ///     if rank == 0 {
+    ///         tx.send(41).unwrap();
+    ///         assert_eq!(rx.recv(), Ok(42));
+    ///     } else {
+    ///         let v = rx.recv().unwrap();
+    ///         tx.send(v + 1).unwrap();
+    ///     }
+    /// })?
+    /// .join()
+    /// .unwrap();
+    /// drop(world); // before rt shuts down
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn init_on(rt: &swco::Runtime, cpe: usize) -> Result<World, InitError> {
+        if rt.stack_size() < MIN_BRIDGE_STACK {
+            return Err(InitError::Bridge(format!(
+                "the runtime's stacks are {} bytes; a bridge coroutine needs {MIN_BRIDGE_STACK}",
+                rt.stack_size()
+            )));
+        }
+        World::start(|cmd_rx, bell_rx, ready_tx| {
+            rt.spawn_on(cpe, move || bridge::run(cmd_rx, bell_rx, ready_tx))
+                .map(Host::Coroutine)
+                .map_err(|e| InitError::Bridge(e.to_string()))
+        })
+    }
+
+    /// Starts a bridge with `launch` and waits for it to report.
+    fn start(
+        launch: impl FnOnce(
+            mpmc::Receiver<Cmd>,
+            mpsc::Receiver<()>,
+            spsc::Sender<bridge::Ready>,
+        ) -> Result<Host, InitError>,
+    ) -> Result<World, InitError> {
         let (bell_tx, bell_rx) = mpsc::bounded::<()>(1);
         let (cmd_tx, cmd_rx) = mpmc::bounded::<Cmd>(64);
         let (ready_tx, ready_rx) = spsc::bounded::<bridge::Ready>(1);
-        let thread = std::thread::Builder::new()
-            .name("swco-mpi-bridge".into())
-            .spawn(move || bridge::run(cmd_rx, bell_rx, ready_tx))
-            .map_err(|e| InitError::Bridge(e.to_string()))?;
+        let host = launch(cmd_rx, bell_rx, ready_tx)?;
         match ready_rx.recv() {
             Ok(Ok((rank, size))) => Ok(World {
                 rank,
                 size,
                 cmds: cmd_tx,
                 bell: Bell(bell_tx),
-                thread: Some(thread),
+                host: Some(host),
             }),
             Ok(Err(e)) => {
-                let _ = thread.join();
+                host.join();
                 Err(e)
             }
             Err(_) => {
-                let _ = thread.join();
+                host.join();
                 Err(InitError::Bridge("exited before reporting".into()))
             }
         }
@@ -137,7 +232,7 @@ impl World {
     fn command(&self, cmd: Cmd) {
         self.cmds
             .send(cmd)
-            .unwrap_or_else(|_| panic!("the swco-mpi bridge thread is gone"));
+            .unwrap_or_else(|_| panic!("the swco-mpi bridge is gone"));
         self.bell.ring();
     }
 
@@ -190,7 +285,7 @@ impl World {
                     .expect("type checked by the bridge"),
             },
             Ok(Err(e)) => panic!("{e}"),
-            Err(_) => panic!("the swco-mpi bridge thread is gone"),
+            Err(_) => panic!("the swco-mpi bridge is gone"),
         }
     }
 
@@ -248,7 +343,7 @@ impl World {
                 taken: Cell::new(0),
             },
             Ok(Err(e)) => panic!("{e}"),
-            Err(_) => panic!("the swco-mpi bridge thread is gone"),
+            Err(_) => panic!("the swco-mpi bridge is gone"),
         }
     }
 
@@ -258,7 +353,7 @@ impl World {
         self.receiver(Source::All, tag, capacity)
     }
 
-    /// Runs `job` on the bridge thread with a duplicate of the world
+    /// Runs `job` on the bridge (its thread, or its executor's) with a duplicate of the world
     /// communicator, for raw rsmpi work (baselines, barriers). The bridge
     /// serves nothing else meanwhile, so call it where no channel traffic
     /// is under way, collectively if `job` is collective.
@@ -291,7 +386,7 @@ impl World {
     }
 
     fn shutdown(&mut self) {
-        let Some(thread) = self.thread.take() else {
+        let Some(host) = self.host.take() else {
             return;
         };
         let (reply_tx, reply_rx) = spsc::bounded(1);
@@ -299,7 +394,7 @@ impl World {
             self.bell.ring();
             let _ = reply_rx.recv();
         }
-        let _ = thread.join();
+        host.join();
     }
 }
 

@@ -2,9 +2,16 @@
 //! `-n 4` (alone it is a one-rank world and most cases skip). Every case
 //! runs on every rank; a failed assertion panics, which exits non-zero and
 //! makes mpirun fail. Each case uses its own tags.
+//!
+//! With `SWCO_MPI_HOST=executor` the bridge runs as a coroutine
+//! (`World::init_on`) on executor 0 of one runtime, and every case's
+//! coroutines run on that runtime too, beside the bridge; otherwise the
+//! bridge has its own thread and each case its own runtime. `ci.sh` runs
+//! both.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use swco_mpi::mpi::traits::Equivalence;
@@ -21,11 +28,45 @@ struct Stamp {
 }
 impl swco_mpi::Typed for Stamp {}
 
-fn runtime() -> swco::Runtime {
-    swco::Runtime::builder()
-        .executors(2)
-        .build()
-        .expect("runtime")
+/// The runtime hosting the bridge, when `SWCO_MPI_HOST=executor`.
+static HOST: OnceLock<swco::Runtime> = OnceLock::new();
+
+/// The runtime a case's coroutines run on: its own, or the host's.
+enum CaseRt {
+    Own(swco::Runtime),
+    Host(&'static swco::Runtime),
+}
+
+impl Deref for CaseRt {
+    type Target = swco::Runtime;
+    fn deref(&self) -> &swco::Runtime {
+        match self {
+            CaseRt::Own(rt) => rt,
+            CaseRt::Host(rt) => rt,
+        }
+    }
+}
+
+impl CaseRt {
+    /// Waits for the case's coroutines: shuts its own runtime down; the
+    /// host's lives on (the cases join what they spawn there).
+    fn shutdown(self) {
+        if let CaseRt::Own(rt) = self {
+            rt.shutdown();
+        }
+    }
+}
+
+fn runtime() -> CaseRt {
+    match HOST.get() {
+        Some(rt) => CaseRt::Host(rt),
+        None => CaseRt::Own(
+            swco::Runtime::builder()
+                .executors(2)
+                .build()
+                .expect("runtime"),
+        ),
+    }
 }
 
 /// Checks that every (rank, sender) stream is 0, 1, 2, ... with `per` items.
@@ -482,7 +523,24 @@ fn finalize_race(world: Arc<World>) {
 }
 
 fn main() {
-    let world = Arc::new(World::init().expect("MPI init"));
+    let hosted = match std::env::var("SWCO_MPI_HOST").as_deref() {
+        Ok("executor") => true,
+        Ok("thread") | Err(_) => false,
+        Ok(other) => panic!("SWCO_MPI_HOST={other}: expected `executor` or `thread`"),
+    };
+    let world = if hosted {
+        let host = HOST.get_or_init(|| {
+            swco::Runtime::builder()
+                .executors(2)
+                .stack_size(swco_mpi::MIN_BRIDGE_STACK)
+                .build()
+                .expect("host runtime")
+        });
+        World::init_on(host, 0)
+    } else {
+        World::init()
+    };
+    let world = Arc::new(world.expect("MPI init"));
     assert!(World::init().is_err(), "a second init is an error");
     if world.size() < 2 {
         println!("one rank: run under mpirun -n 2 or more (bash mpi/ci.sh); only all_to_all runs");
@@ -500,5 +558,12 @@ fn main() {
     batch_receiver_dropped(&world);
     let rank = world.rank();
     finalize_race(world);
-    println!("rank {rank}: all MPI tests passed in {:.2?}", t0.elapsed());
+    if let Some(host) = HOST.get() {
+        host.shutdown();
+    }
+    let how = if hosted { "executor" } else { "thread" };
+    println!(
+        "rank {rank}: all MPI tests passed (bridge on a {how}) in {:.2?}",
+        t0.elapsed()
+    );
 }

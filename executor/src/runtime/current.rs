@@ -3,6 +3,7 @@
 //! Outside a coroutine, `sleep` falls back to the thread's sleep, and
 //! `spawn` panics (there is no runtime to spawn on).
 
+use std::sync::atomic::Ordering;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -121,4 +122,30 @@ pub fn current_cpe() -> Option<usize> {
     Local::current()
         .filter(|l| l.in_coroutine())
         .map(|l| l.shared.index)
+}
+
+/// Whether the runtime of the current coroutine has begun shutting down
+/// ([`Runtime::shutdown`](crate::Runtime::shutdown) or its drop, which wait
+/// for live coroutines). A coroutine that serves others for as long as they
+/// run (a bridge, a server loop) checks it to end itself, so that shutdown
+/// does not wait for it for ever. `false` outside a coroutine.
+///
+/// ```
+/// let rt = swco_executor::Runtime::builder().executors(1).build().unwrap();
+/// let server = rt.spawn(|| {
+///     while !swco_executor::shutdown_requested() {
+///         swco_executor::sleep(std::time::Duration::from_millis(1));
+///     }
+/// });
+/// // Ends once the server notices and returns: nothing is left to cancel.
+/// assert!(rt.shutdown_timeout(std::time::Duration::from_secs(60)).is_ok());
+/// assert!(server.join().is_ok());
+/// ```
+#[must_use]
+pub fn shutdown_requested() -> bool {
+    Local::current()
+        .filter(|l| l.in_coroutine())
+        // Relaxed: a hint polled in a loop; shutdown's own SeqCst pair with
+        // `live` does not depend on this load.
+        .is_some_and(|l| l.runtime.closed.load(Ordering::Relaxed))
 }

@@ -20,7 +20,7 @@ mod builder;
 mod current;
 
 pub use builder::{RuntimeBuilder, DEFAULT_EXECUTORS, MAX_EXECUTORS};
-pub use current::{current_cpe, sleep, sleep_until, spawn, yield_now};
+pub use current::{current_cpe, shutdown_requested, sleep, sleep_until, spawn, yield_now};
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
