@@ -548,16 +548,28 @@ fn main() {
         return;
     }
     let t0 = Instant::now();
-    fan_in(&world);
-    all_to_all(&world);
-    credit_bound(&world);
-    receiver_dropped(&world);
-    senders_dropped(&world);
-    bytes(&world);
-    batches(&world);
-    batch_receiver_dropped(&world);
     let rank = world.rank();
+    // Each case's time on rank 0, so a slow case stands out in CI's log.
+    let timed = |name: &str, case: &dyn Fn()| {
+        let t = Instant::now();
+        case();
+        if rank == 0 {
+            println!("{name}: {:.2?}", t.elapsed());
+        }
+    };
+    timed("fan_in", &|| fan_in(&world));
+    timed("all_to_all", &|| all_to_all(&world));
+    timed("credit_bound", &|| credit_bound(&world));
+    timed("receiver_dropped", &|| receiver_dropped(&world));
+    timed("senders_dropped", &|| senders_dropped(&world));
+    timed("bytes", &|| bytes(&world));
+    timed("batches", &|| batches(&world));
+    timed("batch_receiver_dropped", &|| batch_receiver_dropped(&world));
+    let t = Instant::now();
     finalize_race(world);
+    if rank == 0 {
+        println!("finalize_race: {:.2?}", t.elapsed());
+    }
     if let Some(host) = HOST.get() {
         host.shutdown();
     }
