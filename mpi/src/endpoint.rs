@@ -175,6 +175,16 @@ enum Wait {
     Forever,
 }
 
+impl Wait {
+    /// Waiting at most `timeout`; one too far for `Instant` is for ever.
+    fn after(timeout: Duration) -> Wait {
+        match Instant::now().checked_add(timeout) {
+            Some(d) => Wait::Until(d),
+            None => Wait::Forever,
+        }
+    }
+}
+
 enum NoCredit {
     Full,
     Timeout,
@@ -307,10 +317,7 @@ impl<T: Send + 'static> RemoteSender<T> {
     /// Sends `msg`, waiting at most `timeout` for credit. A credit granted
     /// after the timeout stays on this rank for the route's next send.
     pub fn send_timeout(&self, msg: T, timeout: Duration) -> Result<(), SendTimeoutError<T>> {
-        let wait = match Instant::now().checked_add(timeout) {
-            Some(d) => Wait::Until(d),
-            None => Wait::Forever,
-        };
+        let wait = Wait::after(timeout);
         match self.credits(1, wait) {
             Ok(_) => self
                 .enqueue(msg)
@@ -421,10 +428,7 @@ impl<T: Send + 'static> RemoteSender<T> {
         values: I,
         timeout: Duration,
     ) -> Result<usize, SendTimeoutError<Vec<T>>> {
-        let wait = match Instant::now().checked_add(timeout) {
-            Some(d) => Wait::Until(d),
-            None => Wait::Forever,
-        };
+        let wait = Wait::after(timeout);
         self.send_runs(values, wait)
             .map_err(|(why, rest)| match why {
                 NoCredit::Disconnected => SendTimeoutError::Disconnected(rest),
