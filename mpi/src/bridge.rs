@@ -448,6 +448,10 @@ pub(crate) fn run(cmds: mpmc::Receiver<Cmd>, bell: mpsc::Receiver<()>, ready: sp
 
 /// Idle iterations that spin before the bridge starts yielding its core.
 const SPIN: u32 = 4;
+/// Idle iterations of a hosted bridge that yield only to its executor's
+/// coroutines (about 25 µs, longer than a round trip), before its idle
+/// iterations also yield the thread's core.
+const SPIN_HOSTED: u32 = 64;
 /// Idle iterations that yield before it starts parking.
 const YIELD: u32 = 4096;
 /// How long an idle bridge parks between polls of MPI.
@@ -526,6 +530,12 @@ impl Bridge {
                     std::hint::spin_loop();
                 } else if idle < SPIN + YIELD {
                     swco::yield_now();
+                    if hosted && idle > SPIN_HOSTED {
+                        // Yielding to the executor alone keeps the core:
+                        // a thread this rank waits for (a consumer on a
+                        // plain thread, another executor) may need it.
+                        std::thread::yield_now();
+                    }
                 } else {
                     let _ = self.bell.recv_timeout(PARK);
                     idle = SPIN; // after a park, yield a while again
