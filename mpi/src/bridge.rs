@@ -492,10 +492,6 @@ impl Bridge {
                 // What coroutines queued since the last iteration goes out
                 // first: a reply is on the wire before this iteration probes.
                 busy |= self.service_outs();
-            }
-            let arrived = self.incoming();
-            busy |= arrived;
-            if look || arrived {
                 busy |= self.service_ins();
             }
             self.flush_ctrl();
@@ -507,6 +503,10 @@ impl Bridge {
                 let _ = reply.send(());
                 busy = true;
             }
+            // Probing comes last: a delivery wakes its coroutine, and the
+            // yield that follows lets it run at once. What the probe brings
+            // (frames, credit) makes the next iteration look at everything.
+            busy |= self.incoming();
             if self.shutdown.is_some() && self.finished() {
                 return self.shutdown.take().expect("checked");
             }
