@@ -13,7 +13,7 @@
 //!
 //! Cells alternate, `REPS` times each; medians. Exact sums are checked.
 //!
-//! `cargo build --release --example pingpong_mpi && mpirun -n 2 target/release/examples/pingpong_mpi`
+//! `cargo build --release --example pingpong_mpi && mpirun -n 2 target/release/examples/pingpong_mpi [executor|thread]`
 
 use std::time::{Duration, Instant};
 

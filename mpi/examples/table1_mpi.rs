@@ -4,7 +4,7 @@
 //! Prints the time per message (wall time on rank 1 over all messages) and
 //! checks every consumer's exact sum.
 //!
-//! `cargo build --release --example table1_mpi && mpirun -n 2 target/release/examples/table1_mpi`
+//! `cargo build --release --example table1_mpi && mpirun -n 2 target/release/examples/table1_mpi [thread|executor]`
 
 use std::time::Instant;
 
@@ -60,15 +60,26 @@ fn cell(world: &World, rt: &swco::Runtime, n: u64, tag0: u16) -> Option<f64> {
 }
 
 fn main() {
-    let world = World::init().expect("MPI init");
-    assert!(world.size() >= 2, "run under mpirun -n 2");
-    if world.rank() > 1 {
-        return;
-    }
+    // `thread` (default): the bridge on a thread of its own; `executor`:
+    // a coroutine on executor 0, beside the producers or consumers.
+    let host = std::env::args().nth(1).unwrap_or_else(|| "thread".into());
     let rt = swco::Runtime::builder()
         .executors(2)
+        .stack_size(swco_mpi::MIN_BRIDGE_STACK)
         .build()
         .expect("runtime");
+    let world = match host.as_str() {
+        "thread" => World::init(),
+        "executor" => World::init_on(&rt, 0),
+        other => panic!("bridge host {other:?}: expected `thread` or `executor`"),
+    }
+    .expect("MPI init");
+    assert!(world.size() >= 2, "run under mpirun -n 2");
+    if world.rank() > 1 {
+        drop(world);
+        rt.shutdown();
+        return;
+    }
     let mut rows = Vec::new();
     let mut tag = 100u16;
     for n in [1u64, 2, 4, 8] {
@@ -81,7 +92,7 @@ fn main() {
         rows.push((n, cells.get(cells.len() / 2).copied()));
     }
     if world.rank() == 1 {
-        println!("n producers on rank 0 -> n consumers on rank 1, {TOTAL} u64 messages, capacity {CAPACITY}, median of {REPS}; sums checked");
+        println!("n producers on rank 0 -> n consumers on rank 1 (bridge on {host}), {TOTAL} u64 messages, capacity {CAPACITY}, median of {REPS}; sums checked");
         println!("| n | ns per message | M msg/s |");
         println!("|---|---|---|");
         for (n, ns) in rows {
@@ -89,5 +100,6 @@ fn main() {
             println!("| {n} | {ns:.1} | {:.2} |", 1e3 / ns);
         }
     }
+    drop(world);
     rt.shutdown();
 }
