@@ -15,6 +15,8 @@
 //!
 //! `cargo build --release --example pingpong_mpi && mpirun -n 2 target/release/examples/pingpong_mpi [executor|thread]`
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use swco_mpi::mpi::traits::*;
@@ -193,24 +195,7 @@ fn main() {
     // `thread`: the bridge on a thread of its own (World::init); default
     // `executor`: the bridge as a coroutine on the runtime's one executor
     // (World::init_on), beside the coroutines it serves.
-    let host = std::env::args().nth(1).unwrap_or_else(|| "executor".into());
-    let rt = swco::Runtime::builder()
-        .executors(1)
-        .stack_size(swco_mpi::MIN_BRIDGE_STACK)
-        .build()
-        .expect("runtime");
-    let world = match host.as_str() {
-        "thread" => World::init(),
-        "executor" => World::init_on(&rt, 0),
-        other => panic!("bridge host {other:?}: expected `thread` or `executor`"),
-    }
-    .expect("MPI init");
-    assert!(world.size() >= 2, "run under mpirun -n 2");
-    if world.rank() > 1 {
-        drop(world);
-        rt.shutdown();
-        return; // only ranks 0 and 1 take part
-    }
+    let (world, rt, host) = common::two_ranks(1, "executor");
     let (mut pp_swco, mut pp_raw, mut st_swco, mut st_batch, mut st_raw, mut st_single) =
         (vec![], vec![], vec![], vec![], vec![], vec![]);
     // Warm-up cell of each, not counted.

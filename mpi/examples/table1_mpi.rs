@@ -6,6 +6,8 @@
 //!
 //! `cargo build --release --example table1_mpi && mpirun -n 2 target/release/examples/table1_mpi [thread|executor]`
 
+mod common;
+
 use std::time::Instant;
 
 use swco_mpi::World;
@@ -62,24 +64,7 @@ fn cell(world: &World, rt: &swco::Runtime, n: u64, tag0: u16) -> Option<f64> {
 fn main() {
     // `thread` (default): the bridge on a thread of its own; `executor`:
     // a coroutine on executor 0, beside the producers or consumers.
-    let host = std::env::args().nth(1).unwrap_or_else(|| "thread".into());
-    let rt = swco::Runtime::builder()
-        .executors(2)
-        .stack_size(swco_mpi::MIN_BRIDGE_STACK)
-        .build()
-        .expect("runtime");
-    let world = match host.as_str() {
-        "thread" => World::init(),
-        "executor" => World::init_on(&rt, 0),
-        other => panic!("bridge host {other:?}: expected `thread` or `executor`"),
-    }
-    .expect("MPI init");
-    assert!(world.size() >= 2, "run under mpirun -n 2");
-    if world.rank() > 1 {
-        drop(world);
-        rt.shutdown();
-        return;
-    }
+    let (world, rt, host) = common::two_ranks(2, "thread");
     let mut rows = Vec::new();
     let mut tag = 100u16;
     for n in [1u64, 2, 4, 8] {
