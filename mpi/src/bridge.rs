@@ -372,6 +372,9 @@ struct Bridge {
     outs: HashMap<(i32, u16), OutRoute>,
     closed_outs: HashSet<(i32, u16)>,
     ins: HashMap<u16, InRoute>,
+    /// Run by a coroutine (`World::init_on`), sharing its thread with the
+    /// coroutines it serves.
+    hosted: bool,
     /// Tags of receivers whose every source closed: out of `ins`, so the
     /// bridge's loop does not walk them, and kept so a tag is not reused.
     retired: HashSet<u16>,
@@ -419,6 +422,7 @@ pub(crate) fn run(cmds: mpmc::Receiver<Cmd>, bell: mpsc::Receiver<()>, ready: sp
         outs: HashMap::new(),
         closed_outs: HashSet::new(),
         ins: HashMap::new(),
+        hosted: swco::current_cpe().is_some(),
         retired: HashSet::new(),
         pre: HashMap::new(),
         fins: vec![false; size as usize],
@@ -466,7 +470,7 @@ impl Bridge {
         // coroutines it serves: it yields after every iteration, so one it
         // just woke (a delivery, a credit) runs at once instead of after
         // the bridge's spin. A thread of its own spins first instead.
-        let hosted = swco::current_cpe().is_some();
+        let hosted = self.hosted;
         let trace = std::env::var_os("SWCO_MPI_TRACE").is_some();
         let mut last_trace = std::time::Instant::now();
         loop {
@@ -748,6 +752,12 @@ impl Bridge {
                     route.delivered += n as u64;
                     let buffered = (route.delivered - route.consumed) as usize;
                     stats.max_buffered.fetch_max(buffered, Ordering::Relaxed);
+                }
+                if self.hosted {
+                    // The consumer this may have woken shares the thread:
+                    // it runs at the yield after this iteration, before
+                    // another probe (a few hundred ns) holds it up.
+                    break;
                 }
             } else {
                 // Unreachable by the protocol (data needs credit from a
