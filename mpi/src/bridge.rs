@@ -339,6 +339,9 @@ struct OutRoute {
 struct SrcState {
     outstanding: usize,
     demanding: bool,
+    /// Has demanded at least once: its route is open on its rank, so a
+    /// grant it did not ask for is banked, not dropped.
+    asked: bool,
     recalled: bool,
     close_batches: Option<u64>,
     batches: u64,
@@ -708,7 +711,10 @@ impl Bridge {
         let pre = self.pre.remove(&tag).unwrap_or_default();
         for s in pre.demanders {
             match route.sources.get_mut(&s) {
-                Some(st) => st.demanding = true,
+                Some(st) => {
+                    st.demanding = true;
+                    st.asked = true;
+                }
                 None => self.frame(s, Kind::Gone, tag, 0),
             }
         }
@@ -776,7 +782,10 @@ impl Bridge {
         match kind {
             Kind::Demand => match self.ins.get_mut(&tag) {
                 Some(r) => match r.sources.get_mut(&src) {
-                    Some(st) if !r.dead && !r.done => st.demanding = true,
+                    Some(st) if !r.dead && !r.done => {
+                        st.demanding = true;
+                        st.asked = true;
+                    }
                     _ => self.frame(src, Kind::Gone, tag, 0),
                 },
                 None if self.shutdown.is_some() || self.retired.contains(&tag) => {
@@ -896,6 +905,24 @@ impl Bridge {
                         frames.push((s, Kind::Grant, tag, g as u64));
                         r.shared.stats.grants.fetch_add(1, Ordering::Relaxed);
                         any = true;
+                    }
+                }
+                // Refill: a receiver fed by one rank hands its free credit
+                // back before the sender runs dry, once half the capacity
+                // is free, so a steady stream or a ping-pong does not stop
+                // for a DEMAND/GRANT round trip every `capacity` messages.
+                // With one source there is nobody to share with or recall
+                // from; a grant that meets a route closing on its way is
+                // reclaimed with the source's other outstanding credit.
+                if r.sources.len() == 1 && r.free >= (r.shared.capacity / 2).max(1) {
+                    if let Some((&s, st)) = r.sources.iter_mut().next() {
+                        if st.asked && !st.finished && !st.demanding {
+                            let g = std::mem::take(&mut r.free);
+                            st.outstanding += g;
+                            frames.push((s, Kind::Grant, tag, g as u64));
+                            r.shared.stats.grants.fetch_add(1, Ordering::Relaxed);
+                            any = true;
+                        }
                     }
                 }
                 if r.free == 0 && r.sources.values().any(|st| st.demanding) {
