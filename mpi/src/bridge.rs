@@ -28,6 +28,13 @@
 //!   on R: `free + Σ outstanding[S] + buffered = C`, so the local buffer (a
 //!   swco channel of capacity C, holding runs of at least one message)
 //!   never overflows and the bridge never blocks on it.
+//! * **Refill.** A receiver with a single source rank S grants its free
+//!   credit to S unasked once `free >= max(1, C / 2)`, if S has demanded
+//!   before (so S's route is open and banks the grant) and has not closed:
+//!   a stream or a ping-pong then does not stop for a DEMAND/GRANT round
+//!   trip every C messages. With one source nothing is shared or recalled;
+//!   a grant that reaches a route already closed is dropped there and
+//!   counted back in with S's outstanding credit when S's CLOSE completes.
 //! * **Recall.** Credit held idle on one rank must not starve another: when
 //!   a rank demands and `free == 0`, R sends RECALL(t) to every other rank
 //!   holding credit; it answers RETURN(t, n) with its unused credit (its
