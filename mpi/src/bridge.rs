@@ -361,7 +361,6 @@ struct InRoute {
     free: usize,
     sources: BTreeMap<i32, SrcState>,
     dead: bool,
-    done: bool,
     delivered: u64,
     consumed: u64,
 }
@@ -589,11 +588,10 @@ impl Bridge {
                 })
                 .collect();
             eprintln!(
-                "[{}] in tag {tag}: free {} dead {} done {} delivered {} consumed {} [{}]",
+                "[{}] in tag {tag}: free {} dead {} delivered {} consumed {} [{}]",
                 self.rank,
                 r.free,
                 r.dead,
-                r.done,
                 r.delivered,
                 r.consumed,
                 srcs.join(", ")
@@ -611,7 +609,7 @@ impl Bridge {
         self.fin_sent
             && self.outs.is_empty()
             && self.fins.iter().all(|&f| f)
-            && self.ins.values().all(|r| r.done)
+            && self.ins.is_empty()
             && self.pending.is_empty()
             && self.ctrl.iter().all(Vec::is_empty)
     }
@@ -711,7 +709,6 @@ impl Bridge {
             sink,
             sources: sources.iter().map(|&s| (s, SrcState::default())).collect(),
             dead: false,
-            done: false,
             delivered: 0,
             consumed: 0,
         };
@@ -789,7 +786,7 @@ impl Bridge {
         match kind {
             Kind::Demand => match self.ins.get_mut(&tag) {
                 Some(r) => match r.sources.get_mut(&src) {
-                    Some(st) if !r.dead && !r.done => {
+                    Some(st) if !r.dead => {
                         st.demanding = true;
                         st.asked = true;
                     }
@@ -859,7 +856,7 @@ impl Bridge {
 
     fn service_ins(&mut self) -> bool {
         let mut any = false;
-        let mut retire = false;
+        let mut retire = Vec::new();
         let mut frames = Vec::new();
         for (&tag, r) in self.ins.iter_mut() {
             let c = r.shared.consumed.swap(0, Ordering::AcqRel);
@@ -947,20 +944,14 @@ impl Bridge {
                     .fetch_max(in_flight, Ordering::Relaxed);
             }
             if r.sources.values().all(|st| st.finished) {
-                r.done = true;
                 r.sink.close();
-                retire = true;
+                retire.push(tag);
                 any = true;
             }
         }
-        if retire {
-            let retired = &mut self.retired;
-            self.ins.retain(|&tag, r| {
-                if r.done {
-                    retired.insert(tag);
-                }
-                !r.done
-            });
+        for tag in retire {
+            self.ins.remove(&tag);
+            self.retired.insert(tag);
         }
         for (to, kind, tag, v) in frames {
             self.frame(to, kind, tag, v);

@@ -147,7 +147,9 @@ impl World {
     /// [`World::run_raw`] jobs run on that thread too.
     ///
     /// Drop (or [`finalize`](World::finalize)) the `World` before shutting
-    /// `rt` down: a shutdown cancels the bridge without finalising MPI.
+    /// `rt` down. A shutdown that comes first finalises MPI as the drop
+    /// would (the bridge sees [`swco::shutdown_requested`]), and the
+    /// `World`'s endpoints stop working.
     ///
     /// # Errors
     /// As [`World::init`]; [`InitError::Bridge`] if `cpe` is not an
@@ -353,10 +355,11 @@ impl World {
         self.receiver(Source::All, tag, capacity)
     }
 
-    /// Runs `job` on the bridge (its thread, or its executor's) with a duplicate of the world
-    /// communicator, for raw rsmpi work (baselines, barriers). The bridge
-    /// serves nothing else meanwhile, so call it where no channel traffic
-    /// is under way, collectively if `job` is collective.
+    /// Runs `job` on the bridge (its thread, or its executor's) with a
+    /// duplicate of the world communicator, for raw rsmpi work (baselines,
+    /// barriers). The bridge serves nothing else meanwhile, so call it
+    /// where no channel traffic is under way, collectively if `job` is
+    /// collective.
     pub fn run_raw<R: Send + 'static>(
         &self,
         job: impl FnOnce(&SimpleCommunicator) -> R + Send + 'static,
