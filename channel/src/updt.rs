@@ -20,9 +20,10 @@
 //! 1. **`claims == done + k`, where `k` is the number of claimants between
 //!    their add and their release.** Every claimant adds 1 exactly once per
 //!    attempt and takes it back exactly once: by `updt(-1)` on `claims` (a
-//!    lost race, or [`undo`](UpdtClaim::undo)), or by `updt(+1)` on `done`
-//!    ([`commit`](UpdtClaim::commit)), which turns its add into part of the
-//!    baseline.
+//!    lost race, or [`undo`](UpdtClaim::undo)), or by moving `done` on by
+//!    one ([`commit`](UpdtClaim::commit)), which turns its add into part of
+//!    the baseline. Only the holder commits, so the commit is a plain store
+//!    of `done + 1`: a won claim costs one read-modify-write.
 //! 2. **At most one claimant holds the claim.** A winner read `done == t` and
 //!    then `claims == t + 1` after its own add; by (1), at that moment `k ==
 //!    1`: it was the only claimant with an outstanding add. A later claimant
@@ -56,9 +57,18 @@
 //! chip the MPE allocates and frees), and the wakers, which belong to the
 //! executor (or thread) being woken.
 //!
-//! All operations are `SeqCst`: on x86 and Arm a `SeqCst` load costs what an
+//! 5. **A waiter that re-checks never misses a holder's progress.** A waiter
+//!    (of the other side) adds 0 to `claims` and waits until `done` has
+//!    caught up ([`synchronize`](UpdtClaim::synchronize)): a holder whose add
+//!    came first has then committed, and the waiter's `Acquire` load of
+//!    `done` sees its stores; a holder whose add came after reads the
+//!    waiter's add, and so sees the waiter's registration.
+//!
+//! Loads and adds are `SeqCst`: on x86 and Arm a `SeqCst` load costs what an
 //! `Acquire` load does and the add is the same locked instruction either way,
-//! and the argument in (2) is simplest under a single total order.
+//! and the argument in (2) is simplest under a single total order. The
+//! commit is a `Release` store, because a `SeqCst` store is a locked
+//! exchange on x86; the next claimant's `SeqCst` load of `done` acquires it.
 
 use crate::backoff::Jitter;
 use crate::sync::{AtomicUsize, Ordering};
@@ -159,7 +169,9 @@ impl UpdtClaim {
         false
     }
 
-    /// Wins the claim, backing off with jitter between attempts.
+    /// Wins the claim, backing off with jitter between attempts (see
+    /// `Jitter`: it spins a little, then also yields the thread, so that a
+    /// holder preempted on this core gets it back).
     #[inline]
     pub fn claim(&self) {
         if self.try_claim() {
@@ -175,17 +187,50 @@ impl UpdtClaim {
     }
 
     /// Releases a won claim, counting it as done.
+    ///
+    /// A plain store, not an add: only the holder writes `done`, so
+    /// `done + 1` is the only value it can have next, and a claim then costs
+    /// one read-modify-write (the add that wins it), not two.
     #[inline]
     pub fn commit(&self) {
-        self.done.updt(1);
+        // Relaxed load: we hold the claim, and the claim's winning load of
+        // `done` (SeqCst) already showed us the last value stored.
+        let done = self.done.load(Ordering::Relaxed);
+        // Release: the holder's writes (a cursor's next position) happen-
+        // before whatever the next claimant or a waiter does after loading
+        // this value.
+        self.done.store(done.wrapping_add(1), Ordering::Release);
     }
 
-    /// Adds 0 to the word that [`commit`](UpdtClaim::commit) adds 1 to: an
-    /// add-only way to order ourselves against the last committed claim (we
-    /// see what it did) or the next one (it sees what we did).
+    /// For a waiter about to re-check what holders of this claim guard:
+    /// orders us against every claim, so that either the claim's holder
+    /// sees what we did before (our registration), or we see what it did
+    /// under the claim.
+    ///
+    /// We add 0 to `claims`, the word every claimant adds to. A claim whose
+    /// add comes before ours in `claims`' order is seen through ours, but its
+    /// holder may not have stored yet, so we wait until `done` catches up
+    /// with `claims` (every claim counted in `claims` committed or undone;
+    /// the `Acquire` load of `done` then sees the holders' stores). A claim
+    /// whose add comes after ours reads our add, so its holder sees what we
+    /// did before it. Commits are plain stores, so this wait is what keeps
+    /// the fast path at one read-modify-write.
     #[inline]
     pub fn synchronize(&self) {
-        self.done.updt(0);
+        self.claims.updt(0);
+        let mut backoff = crate::backoff::Backoff::new();
+        loop {
+            // `claims` first: a claim counted in it has committed once `done`
+            // (loaded after) is at least as large.
+            let claims = self.claims.load(Ordering::SeqCst);
+            let done = self.done.load(Ordering::SeqCst);
+            if claims.wrapping_sub(done) as isize <= 0 {
+                return;
+            }
+            // A holder is between its add and its release: a few loads and
+            // stores, never a suspension.
+            backoff.snooze();
+        }
     }
 
     /// Releases a won claim as if it had never been made.

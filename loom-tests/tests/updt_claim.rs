@@ -10,7 +10,8 @@ mod common;
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
-use swco_channel::updt::UpdtClaim;
+use std::sync::atomic::Ordering;
+use swco_channel::updt::{UpdtCell, UpdtClaim};
 
 /// A counter guarded by an [`UpdtClaim`].
 struct Guarded {
@@ -88,4 +89,78 @@ model!(updt_claim_try_claim_excludes, 3, {
     let theirs = other.join().unwrap();
     assert_eq!(g.count(), u32::from(mine) + u32::from(theirs));
     assert!(g.try_bump(), "a lost attempt left the claim held");
+});
+
+/// What a cursor guards (`value`, its position) and what a waiter of the
+/// other side leaves (`flag`, its registration).
+struct Dekker {
+    claim: UpdtClaim,
+    value: UpdtCell,
+    flag: UpdtCell,
+}
+
+impl Dekker {
+    fn new() -> Self {
+        Dekker {
+            claim: UpdtClaim::new(),
+            value: UpdtCell::new(0),
+            flag: UpdtCell::new(0),
+        }
+    }
+
+    /// A holder: moves `value` under the claim, commits (a plain store), then
+    /// looks for a waiter, as a cursor's claimant does before it notifies.
+    fn hold_and_look(&self) -> bool {
+        self.claim.claim();
+        // Relaxed, as a cursor's store of its position under the claim: the
+        // commit's Release store publishes it.
+        let v = self.value.load(Ordering::Relaxed);
+        self.value.store(v + 1, Ordering::Relaxed);
+        self.claim.commit();
+        // Relaxed, as the waiter list's `len`: the claim's add orders it.
+        self.flag.load(Ordering::Relaxed) == 1
+    }
+}
+
+// The waiter's half of "register, then re-check": it registers, then
+// `synchronize`s, then re-reads the guarded value. With commits being plain
+// stores, the only thing that pairs the two sides is the add each makes to
+// `claims`; whichever order they land in, the holder sees the registration
+// or the waiter sees the holder's update, never neither.
+model!(updt_claim_synchronize_never_misses_a_holder, 2, {
+    let d = Arc::new(Dekker::new());
+    let holder = {
+        let d = d.clone();
+        thread::spawn(move || d.hold_and_look())
+    };
+    d.flag.store(1, Ordering::Relaxed);
+    d.claim.synchronize();
+    let saw_update = d.value.load(Ordering::Relaxed) == 1;
+    let saw_waiter = holder.join().unwrap();
+    assert!(saw_update || saw_waiter, "a wake-up was lost");
+});
+
+// As above with two holders, one of which may collide with the other: the
+// waiter that sees neither registration-seeing holder must see both updates.
+model!(updt_claim_synchronize_two_holders, 1, {
+    let d = Arc::new(Dekker::new());
+    let holders: Vec<_> = (0..2)
+        .map(|_| {
+            let d = d.clone();
+            thread::spawn(move || d.hold_and_look())
+        })
+        .collect();
+    d.flag.store(1, Ordering::Relaxed);
+    d.claim.synchronize();
+    let seen = d.value.load(Ordering::Relaxed);
+    let missed = holders
+        .into_iter()
+        .map(|h| h.join().unwrap())
+        .filter(|saw| !saw)
+        .count();
+    // Every holder that missed the registration must be in what we saw.
+    assert!(
+        seen >= missed as usize,
+        "a wake-up was lost: saw {seen}, {missed} holders missed us"
+    );
 });

@@ -32,7 +32,8 @@ pub trait Cursor: Send + Sync + 'static {
     /// read-modify-writes. Then, of a claimant that goes on to look for
     /// waiters and a waiter that re-checks, one always sees the other: the
     /// two RMWs are totally ordered, and the later one reads from (and
-    /// synchronises with) the earlier. If not, the claimant must issue
+    /// synchronises with) the earlier (an `Updt` waiter whose add comes
+    /// second also waits for the holder's commit). If not, the claimant must issue
     /// `fence(SeqCst)` between its claim and its look at the waiter list.
     const CLAIM_SYNCS_WITH_WAITERS: bool;
 

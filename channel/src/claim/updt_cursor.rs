@@ -14,7 +14,8 @@
 //!    side's progress — *after* winning;
 //! 3. if the slot is not ready (the ring is full, for producers; empty, for
 //!    consumers) it undoes the claim and reports so; otherwise it stores the
-//!    next position into `pos` and commits the claim;
+//!    next position into `pos` and commits the claim (a plain store: the add
+//!    of step 1 is the only read-modify-write of an uncontended claim);
 //! 4. only then copies the message in (or out) and stores the slot's stamp.
 //!
 //! # Invariants, and why each holds
@@ -36,13 +37,20 @@
 //! * **The claim is short.** It covers a few loads and stores, not the copy,
 //!   and never a suspension, so spinning claimants wait only for that long.
 
+use crossbeam_utils::CachePadded;
+
 use super::Cursor;
 use crate::ring::{Readiness, Ring, Turn};
 use crate::sync::Ordering;
 use crate::updt::{UpdtCell, UpdtClaim};
 
 pub struct UpdtCursor {
-    claim: UpdtClaim,
+    /// On a cache line of its own. Claimants that lost poll these two words
+    /// while the holder works; with `pos` beside them, the holder's store of
+    /// the next position would have to take the line back from the pollers
+    /// first. Measured (`table1`, `updt` `spread`, n = 32, 2 cores), the
+    /// padding halved the wall and on-CPU time per message.
+    claim: CachePadded<UpdtClaim>,
     /// The side's next position; guarded by `claim`, loaded by anyone.
     pos: UpdtCell,
     endpoints: UpdtCell,
@@ -51,7 +59,7 @@ pub struct UpdtCursor {
 impl Cursor for UpdtCursor {
     fn new() -> Self {
         UpdtCursor {
-            claim: UpdtClaim::new(),
+            claim: CachePadded::new(UpdtClaim::new()),
             pos: UpdtCell::new(0),
             endpoints: UpdtCell::new(1),
         }
@@ -62,10 +70,13 @@ impl Cursor for UpdtCursor {
         self.pos.load(Ordering::Acquire)
     }
 
-    // A claim ends with `updt(+1)` on the claim's `done` word, after `pos`
-    // is stored; a waiter adds 0 to the same word before reading `pos`. The
-    // two adds are totally ordered and the later reads from the earlier, so
-    // no fence is needed on the fast path (and no CAS either).
+    // A claim begins with an add to the claim's `claims` word, and a waiter
+    // adds 0 to the same word, then waits out any holder whose add came
+    // first, before reading `pos` (`UpdtClaim::synchronize`). The two adds
+    // are totally ordered: either the holder read the waiter's add (and sees
+    // its registration when it looks at the waiter list after the claim), or
+    // the waiter reads `pos` after the holder's commit. So no fence is
+    // needed on the fast path (and no CAS either).
     const CLAIM_SYNCS_WITH_WAITERS: bool = true;
 
     #[inline]
