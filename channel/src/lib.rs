@@ -40,6 +40,11 @@ mod backoff;
 mod batch;
 mod chan;
 mod claim;
+/// For the loom models only: starts the combining slots' numbering over at
+/// the start of each execution.
+#[cfg(loom)]
+#[doc(hidden)]
+pub use claim::combine::reset_slots as __loom_reset_slots;
 mod endpoint;
 mod error;
 mod future;

@@ -50,12 +50,25 @@
 //! ends before the copy.
 //!
 //! In an `Updt` channel every shared word goes through [`UpdtCell`]: the
-//! cursors' claims and positions, the slots' stamps, the waiter lists' claims
-//! and lengths, the endpoint counts and the disconnection flags. Two things
-//! are outside the protocol on purpose: the reference count of the `Arc` that
-//! owns the channel's memory (allocation is the host's business; on a Sunway
-//! chip the MPE allocates and frees), and the wakers, which belong to the
-//! executor (or thread) being woken.
+//! cursors' claims and positions, the combining records and their `pending`
+//! word (`claim/combine.rs`), the slots' stamps, the waiter lists' claims
+//! and lengths, the endpoint counts and the disconnection flags. Three
+//! things are outside the protocol on purpose: the reference count of the
+//! `Arc` that owns the channel's memory, and the allocation of the
+//! combining records (allocation is the host's business; on a Sunway chip
+//! the MPE allocates and frees); the wakers, which belong to the executor
+//! (or thread) being woken; and the registry that gives each thread its
+//! combining slot, which stands for the id a CPE has in hardware.
+//!
+//! # Under contention: flat combining
+//!
+//! A claimant that loses its first try does not fight for the claim: it
+//! publishes its request in a record of its own and waits there, and
+//! whoever holds the claim next hands out positions to every published
+//! request in one pass (`claim/combine.rs`). Measured (`table1`, `updt`
+//! `spread`, 32 executor threads on 2 cores), this took the per-producer
+//! time per send at n = 32 from about 500 ns to 50-80 ns and the on-CPU
+//! time from 31-36 ns to about 25 ns, against backing off and yielding.
 //!
 //! 5. **A waiter that re-checks never misses a holder's progress.** A waiter
 //!    (of the other side) adds 0 to `claims` and waits until `done` has

@@ -91,3 +91,31 @@ exactly_once_tests! {
     cas_mpmc_exactly_once: mpmc, Cas, producers 3, consumers 3, clone, clone;
     updt_mpmc_exactly_once: mpmc, Updt, producers 3, consumers 3, clone, clone;
 }
+
+/// `Updt` sides combine contended claims through per-thread slots, 64 of
+/// them: with more threads than that, the rest claim without combining,
+/// and both kinds of claimant share the cursor.
+#[test]
+fn updt_mpmc_more_threads_than_combining_slots() {
+    let census = Census::new();
+    let (tx, rx) = mpmc::bounded_with::<Msg, Updt>(8);
+    let txs: Vec<_> = (0..70).map(|_| tx.clone()).collect();
+    let rxs: Vec<_> = (0..4).map(|_| rx.clone()).collect();
+    drop((tx, rx));
+    run(txs, rxs, 300, &census);
+}
+
+/// Waves of threads, each taking combining slots as it contends and giving
+/// them back as it exits: every wave delivers exactly once. (That the slots
+/// come back is checked in `claim/combine.rs`'s own tests.)
+#[test]
+fn updt_mpmc_combining_slots_are_recycled() {
+    for _ in 0..4 {
+        let census = Census::new();
+        let (tx, rx) = mpmc::bounded_with::<Msg, Updt>(4);
+        let txs: Vec<_> = (0..40).map(|_| tx.clone()).collect();
+        let rxs: Vec<_> = (0..2).map(|_| rx.clone()).collect();
+        drop((tx, rx));
+        run(txs, rxs, 200, &census);
+    }
+}

@@ -10,6 +10,7 @@
 //! go can disconnect the channel.
 
 mod cas;
+pub(crate) mod combine;
 mod single;
 mod updt_cursor;
 

@@ -39,6 +39,7 @@
 
 use crossbeam_utils::CachePadded;
 
+use super::combine::{my_slot, Publication};
 use super::Cursor;
 use crate::ring::{Readiness, Ring, Turn};
 use crate::sync::Ordering;
@@ -54,15 +55,101 @@ pub struct UpdtCursor {
     /// The side's next position; guarded by `claim`, loaded by anyone.
     pos: UpdtCell,
     endpoints: UpdtCell,
+    /// A `*const Publication` (see `combine.rs`), or 0 until the claim is
+    /// first contended: stored once, under the claim, and freed on drop.
+    /// An allocation, like the channel's own, is the host's business.
+    publication: UpdtCell,
+}
+
+impl UpdtCursor {
+    /// The cursor's records for combining, once allocated.
+    #[inline]
+    fn publication(&self) -> Option<&Publication> {
+        // Acquire: pairs with the Release store in `publish_records`, so the
+        // records are initialised when we see the pointer.
+        let p = self.publication.load(Ordering::Acquire);
+        // SAFETY: a non-zero value is a `Box<Publication>` leaked by
+        // `publish_records` and freed only in `drop`, which has `&mut self`.
+        (p != 0).then(|| unsafe { &*(p as *const Publication) })
+    }
+
+    /// Allocates the records for combining if nobody has yet. The caller
+    /// holds the claim, so no two threads allocate.
+    #[cold]
+    fn publish_records(&self) {
+        if self.publication.load(Ordering::Relaxed) == 0 {
+            let p = Box::into_raw(Box::new(Publication::new()));
+            // Release: pairs with the Acquire load in `publication`.
+            self.publication.store(p as usize, Ordering::Release);
+        }
+    }
+
+    /// `claim_run` once a first try has lost: wait to be served (see
+    /// `combine.rs`) rather than fight for the claim. Out of line, so the
+    /// uncontended path stays small.
+    #[cold]
+    #[inline(never)]
+    fn claim_run_contended<T>(
+        &self,
+        ring: &Ring<T>,
+        turn: Turn,
+        max: usize,
+    ) -> Result<(usize, usize), usize> {
+        if let (Some(publication), Some(slot)) = (self.publication(), my_slot()) {
+            return publication.request(slot, &self.claim, &self.pos, ring, turn, max);
+        }
+        // The first contention (the records are allocated under the claim),
+        // or a thread without a slot.
+        self.claim.claim();
+        self.publish_records();
+        self.take_run(ring, turn, max)
+    }
+
+    /// The run of ready positions from `pos`, with the claim held; releases
+    /// the claim.
+    #[inline]
+    fn take_run<T>(&self, ring: &Ring<T>, turn: Turn, max: usize) -> Result<(usize, usize), usize> {
+        // Relaxed: the claim's SeqCst operations order us after the previous
+        // holder's store.
+        let pos = self.pos.load(Ordering::Relaxed);
+        if ring.readiness(turn, pos) == Readiness::Ready {
+            // A batch looks further ahead, still under the one claim.
+            let (n, end) = ring.ready_run(turn, pos, max);
+            // Release: pairs with `position()` in the other side's checks.
+            self.pos.store(end, Ordering::Release);
+            self.claim.commit();
+            Ok((pos, n))
+        } else {
+            self.claim.undo();
+            Err(pos)
+        }
+    }
+}
+
+impl Drop for UpdtCursor {
+    fn drop(&mut self) {
+        let p = self.publication.load(Ordering::Relaxed);
+        if p != 0 {
+            // SAFETY: `p` came from `Box::into_raw` in `publish_records`,
+            // and with `&mut self` nobody else can be using it.
+            drop(unsafe { Box::from_raw(p as *mut Publication) });
+        }
+    }
 }
 
 impl Cursor for UpdtCursor {
     fn new() -> Self {
-        UpdtCursor {
+        let cursor = UpdtCursor {
             claim: CachePadded::new(UpdtClaim::new()),
             pos: UpdtCell::new(0),
             endpoints: UpdtCell::new(1),
+            publication: UpdtCell::new(0),
+        };
+        // Under loom, from the start: a model is too short to contend twice.
+        if cfg!(loom) {
+            cursor.publish_records();
         }
+        cursor
     }
 
     #[inline]
@@ -92,21 +179,10 @@ impl Cursor for UpdtCursor {
         turn: Turn,
         max: usize,
     ) -> Result<(usize, usize), usize> {
-        self.claim.claim();
-        // Relaxed: the claim's SeqCst operations order us after the previous
-        // holder's store.
-        let pos = self.pos.load(Ordering::Relaxed);
-        if ring.readiness(turn, pos) == Readiness::Ready {
-            // A batch looks further ahead, still under the one claim.
-            let (n, end) = ring.ready_run(turn, pos, max);
-            // Release: pairs with `position()` in the other side's checks.
-            self.pos.store(end, Ordering::Release);
-            self.claim.commit();
-            Ok((pos, n))
-        } else {
-            self.claim.undo();
-            Err(pos)
+        if self.claim.try_claim() {
+            return self.take_run(ring, turn, max);
         }
+        self.claim_run_contended(ring, turn, max)
     }
 
     #[inline]

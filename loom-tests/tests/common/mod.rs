@@ -42,6 +42,8 @@ where
     let start = Instant::now();
     builder.check(move || {
         counted.fetch_add(1, SeqCst);
+        // Each execution numbers its threads' combining slots from 0.
+        swco_channel::__loom_reset_slots();
         f();
     });
     eprintln!(
