@@ -67,8 +67,8 @@
 //! whoever holds the claim next hands out positions to every published
 //! request in one pass (`claim/combine.rs`). Measured (`table1`, `updt`
 //! `spread`, 32 executor threads on 2 cores), this took the per-producer
-//! time per send at n = 32 from about 500 ns to 50-80 ns and the on-CPU
-//! time from 31-36 ns to about 25 ns, against backing off and yielding.
+//! time per send at n = 32 from 505-670 ns to 48-77 ns and the on-CPU
+//! time from 31-44 ns to 22-25 ns, against backing off and yielding.
 //!
 //! 5. **A waiter that re-checks never misses a holder's progress.** A waiter
 //!    (of the other side) adds 0 to `claims` and waits until `done` has
