@@ -45,6 +45,11 @@ mod claim;
 #[cfg(loom)]
 #[doc(hidden)]
 pub use claim::combine::reset_slots as __loom_reset_slots;
+/// For the loom models only: requests served by combining on this test
+/// thread, so a model can check that it reached that path.
+#[cfg(loom)]
+#[doc(hidden)]
+pub use claim::combine::served_requests as __loom_combined_requests;
 mod endpoint;
 mod error;
 mod future;

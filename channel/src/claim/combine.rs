@@ -186,6 +186,8 @@ impl Publication {
             // Release: the owner's Acquire load then sees `first` and `n`.
             self.records[slot].served.store(1, Ordering::Release);
         }
+        #[cfg(loom)]
+        SERVED.with(|n| n.set(n.get() + mask.count_ones() as usize));
         claim.commit();
     }
 }
@@ -266,6 +268,19 @@ std::thread_local! {
 #[cfg(loom)]
 pub fn reset_slots() {
     NEXT.with(|next| next.set(0));
+}
+
+#[cfg(loom)]
+std::thread_local! {
+    /// Requests served by combining on this OS thread (under loom, the
+    /// test's), so a model can check that it covered the path.
+    static SERVED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// How many requests combining has served on this test thread so far.
+#[cfg(loom)]
+pub fn served_requests() -> usize {
+    SERVED.with(|n| n.get())
 }
 
 #[cfg(all(test, not(loom)))]
