@@ -142,6 +142,15 @@ impl<T> Ring<T> {
         }
     }
 
+    /// What a claimant holding its side exclusively (an add-only claim)
+    /// takes from `pos`: `Some((n, end))`, the run of
+    /// [`ready_run`](Ring::ready_run), if the slot at `pos` is ready for
+    /// `turn`; `None` if the ring is full (or empty) there.
+    #[inline]
+    pub(crate) fn run_from(&self, turn: Turn, pos: usize, max: usize) -> Option<(usize, usize)> {
+        (self.readiness(turn, pos) == Readiness::Ready).then(|| self.ready_run(turn, pos, max))
+    }
+
     /// The run of positions from `first` (whose slot the caller found
     /// `Ready`) whose slots are all ready for `turn`, at most `max` long:
     /// returns its length and the position after it. Looking ahead is safe

@@ -39,6 +39,12 @@
 //!    stores and releases before doing anything that could block, so waiters
 //!    spin only for that long (and yield the thread if the holder's thread
 //!    was preempted).
+//! 5. **A waiter that re-checks never misses a holder's progress.** A waiter
+//!    (of the other side) adds 0 to `claims` and waits until `done` has
+//!    caught up ([`synchronize`](UpdtClaim::synchronize)): a holder whose add
+//!    came first has then committed, and the waiter's `Acquire` load of
+//!    `done` sees its stores; a holder whose add came after reads the
+//!    waiter's add, and so sees the waiter's registration.
 //!
 //! What the paper's Figure 6 gets wrong, and what the channel built on this
 //! claim (see `claim/updt_cursor.rs`) does instead: the paper checks `full`
@@ -69,13 +75,6 @@
 //! `spread`, 32 executor threads on 2 cores), this took the per-producer
 //! time per send at n = 32 from 505-670 ns to 48-77 ns and the on-CPU
 //! time from 31-44 ns to 22-25 ns, against backing off and yielding.
-//!
-//! 5. **A waiter that re-checks never misses a holder's progress.** A waiter
-//!    (of the other side) adds 0 to `claims` and waits until `done` has
-//!    caught up ([`synchronize`](UpdtClaim::synchronize)): a holder whose add
-//!    came first has then committed, and the waiter's `Acquire` load of
-//!    `done` sees its stores; a holder whose add came after reads the
-//!    waiter's add, and so sees the waiter's registration.
 //!
 //! Loads and adds are `SeqCst`: on x86 and Arm a `SeqCst` load costs what an
 //! `Acquire` load does and the add is the same locked instruction either way,

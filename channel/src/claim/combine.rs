@@ -62,7 +62,7 @@
 
 use crossbeam_utils::CachePadded;
 
-use crate::ring::{Readiness, Ring, Turn};
+use crate::ring::{Ring, Turn};
 use crate::sync::{spin_hint, yield_thread, Ordering};
 use crate::updt::{UpdtCell, UpdtClaim};
 
@@ -169,13 +169,14 @@ impl Publication {
             let record = &self.records[slot];
             let max = record.max.load(Ordering::Relaxed);
             record.first.store(next, Ordering::Relaxed);
-            if ring.readiness(turn, next) == Readiness::Ready {
-                let (n, end) = ring.ready_run(turn, next, max);
-                record.n.store(n, Ordering::Relaxed);
-                next = end;
-            } else {
-                record.n.store(0, Ordering::Relaxed);
-            }
+            let n = match ring.run_from(turn, next, max) {
+                Some((n, end)) => {
+                    next = end;
+                    n
+                }
+                None => 0,
+            };
+            record.n.store(n, Ordering::Relaxed);
         }
         // Release: pairs with `position()` in the other side's checks.
         pos.store(next, Ordering::Release);

@@ -41,7 +41,7 @@ use crossbeam_utils::CachePadded;
 
 use super::combine::{my_slot, Publication};
 use super::Cursor;
-use crate::ring::{Readiness, Ring, Turn};
+use crate::ring::{Ring, Turn};
 use crate::sync::Ordering;
 use crate::updt::{UpdtCell, UpdtClaim};
 
@@ -112,9 +112,8 @@ impl UpdtCursor {
         // Relaxed: the claim's SeqCst operations order us after the previous
         // holder's store.
         let pos = self.pos.load(Ordering::Relaxed);
-        if ring.readiness(turn, pos) == Readiness::Ready {
-            // A batch looks further ahead, still under the one claim.
-            let (n, end) = ring.ready_run(turn, pos, max);
+        // A batch looks further ahead, still under the one claim.
+        if let Some((n, end)) = ring.run_from(turn, pos, max) {
             // Release: pairs with `position()` in the other side's checks.
             self.pos.store(end, Ordering::Release);
             self.claim.commit();
