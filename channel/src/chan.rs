@@ -42,7 +42,7 @@ use crate::claim::Cursor;
 use crate::error::{RecvTimeoutError, TryRecvError};
 use crate::hook::{self, Park};
 use crate::rendezvous::{rethrow_deferred, Arrival, Rendezvous, Side};
-use crate::ring::{Ring, Turn};
+use crate::ring::{Readiness, Ring, Turn};
 use crate::sync::{fence, Ordering};
 use crate::updt::UpdtCell;
 use crate::wait_list::Waiters;
@@ -140,6 +140,22 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
             return !zero.has_senders() && !self.senders_gone();
         }
         self.tx.position_for_waiter() == self.rx.position() && !self.senders_gone()
+    }
+
+    /// Whether a receive would find a message now: the slot at the
+    /// receivers' position holds one. A snapshot by two loads, cheaper than
+    /// [`len`](Chan::len) (which reads both positions and re-checks); for a
+    /// select's look at its operations. Not for zero capacity.
+    #[inline]
+    pub(crate) fn message_at_head(&self) -> bool {
+        self.ring.readiness(Turn::Consume, self.rx.position()) == Readiness::Ready
+    }
+
+    /// Whether a send would find room now, as
+    /// [`message_at_head`](Chan::message_at_head) for the senders' slot.
+    #[inline]
+    pub(crate) fn room_at_tail(&self) -> bool {
+        self.ring.readiness(Turn::Produce, self.tx.position()) == Readiness::Ready
     }
 
     #[inline]

@@ -761,6 +761,69 @@ fn select_struct_is_fair_between_ready_channels() {
     );
 }
 
+/// With some operations ready and others not (and one removed), a select
+/// takes the first ready operation from a uniformly random start: over five
+/// slots `[A, removed, B, idle, idle]` the start 0 picks A, 1 and 2 pick B,
+/// and 3 and 4 wrap round to A. Checks the look-before-try shortcut's bit
+/// arithmetic, the wrap included, and that it never picks an operation
+/// that is not ready.
+#[test]
+fn select_takes_the_first_ready_operation_from_a_random_start() {
+    const N: usize = 20_000;
+    let chans: Vec<_> = (0..5).map(|_| mpmc::bounded::<usize>(1)).collect();
+    let mut sel = Select::new();
+    let idx: Vec<usize> = chans.iter().map(|(_, rx)| sel.recv(rx)).collect();
+    sel.remove(idx[1]);
+    for k in [0, 2] {
+        chans[k].0.send(k).unwrap();
+    }
+    let mut counts = [0usize; 5];
+    for _ in 0..N {
+        let oper = sel.select();
+        let k = oper.index();
+        assert!(
+            [0, 2].contains(&k),
+            "picked operation {k}, which was not ready"
+        );
+        assert_eq!(oper.recv(&chans[k].1), Ok(k));
+        counts[k] += 1;
+        chans[k].0.send(k).unwrap();
+    }
+    let share = |k: usize| counts[k] as f64 / N as f64;
+    assert!((share(0) - 0.6).abs() < 0.05, "A: {counts:?}");
+    assert!((share(2) - 0.4).abs() < 0.05, "B: {counts:?}");
+    // `ready` picks the same way, without consuming.
+    let mut seen = [0usize; 5];
+    for _ in 0..N {
+        seen[sel.ready()] += 1;
+    }
+    assert_eq!(
+        seen[1] + seen[3] + seen[4],
+        0,
+        "ready picked an idle operation: {seen:?}"
+    );
+    assert!((seen[0] as f64 / N as f64 - 0.6).abs() < 0.05, "{seen:?}");
+}
+
+/// The shortcut's largest case: 64 operations, one ready (the first, then
+/// the last), so that every random start lands on it or wraps round to it.
+#[test]
+fn select_over_64_operations_finds_the_one_ready() {
+    let chans: Vec<_> = (0..64).map(|_| spsc::bounded::<usize>(1)).collect();
+    let mut sel = Select::new();
+    for (_, rx) in &chans {
+        sel.recv(rx);
+    }
+    for k in [0, 63] {
+        for round in 0..2_000 {
+            chans[k].0.send(round).unwrap();
+            let oper = sel.select();
+            assert_eq!(oper.index(), k);
+            assert_eq!(oper.recv(&chans[k].1), Ok(round));
+        }
+    }
+}
+
 // ---- wake-ups -----------------------------------------------------------
 
 /// A select that timed out leaves no registration behind: the channel's next
