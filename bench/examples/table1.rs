@@ -36,8 +36,8 @@ use std::time::Instant;
 use swco::channel::{Cas, Updt};
 use swco::Runtime;
 use swco_bench::{
-    median, table1_cell, Crossbeam, May, Place, Sample, Swco, System, BATCH, PAPER_CPE_RECV,
-    PAPER_CPE_SEND, PAPER_MPE_RECV, PAPER_MPE_SEND, TABLE1_EXECUTORS, TABLE1_N,
+    batch_generation_ns, median, table1_cell, Crossbeam, May, Place, Sample, Swco, System, BATCH,
+    PAPER_CPE_RECV, PAPER_CPE_SEND, PAPER_MPE_RECV, PAPER_MPE_SEND, TABLE1_EXECUTORS, TABLE1_N,
 };
 
 /// A row of the table: system, protocol, placement.
@@ -412,6 +412,29 @@ fn report(opt: &Options, cores: usize, may_workers: usize, m: &Medians) -> Strin
             s.send_wall_ns,
             s.recv_wall_ns,
             verdict(wall(s) <= limit)
+        );
+    }
+    // What bounds the batch rows' wall figure from below in this run: n
+    // workers on `cores` cores cannot finish faster than their summed
+    // on-CPU time spread over every core.
+    let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
+    let _ = writeln!(
+        o,
+        "    (of each batch send figure, {:.2} ns per message is the producers' own xorshift, measured without a channel)",
+        batch_generation_ns(1_000_000)
+    );
+    for key in [ROWS[4], ROWS[5]] {
+        let (one, s) = (get(m, key, TABLE1_N[0]), at32(key));
+        let _ = writeln!(
+            o,
+            "    {} n=32 on-CPU send {:.2}, recv {:.2} ns/message (n=1: {:.2}, {:.2}); on {cores} cores the wall figure cannot go below on-CPU / cores: send {:.2}, recv {:.2}",
+            name(key),
+            s.send_cpu_ns,
+            s.recv_cpu_ns,
+            one.send_cpu_ns,
+            one.recv_cpu_ns,
+            s.send_cpu_ns / cores,
+            s.recv_cpu_ns / cores,
         );
     }
     for (label, key) in [("packed", ROWS[0]), ("spread", ROWS[1])] {

@@ -40,6 +40,35 @@ pub fn xorshift(mut x: u64) -> u64 {
     x
 }
 
+/// The batch producers' own work without a channel: `m` xorshift values
+/// generated into a buffer of [`BATCH`] and summed, as [`table1_cell`]'s
+/// batch producers do between their sends. Returns ns per value (the best
+/// of three), the part of a batch send figure that is not the channel.
+#[must_use]
+pub fn batch_generation_ns(m: usize) -> f64 {
+    (0..3)
+        .map(|_| {
+            let mut x = seed_of(1, 0);
+            let mut sum = 0u64;
+            let mut vals = [0u64; BATCH];
+            let start = Instant::now();
+            let mut left = m;
+            while left > 0 {
+                let now = left.min(BATCH);
+                for v in &mut vals[..now] {
+                    x = xorshift(x);
+                    *v = x;
+                    sum = sum.wrapping_add(x);
+                }
+                std::hint::black_box(&vals);
+                left -= now;
+            }
+            std::hint::black_box(sum);
+            start.elapsed().as_nanos() as f64 / m as f64
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
 /// A distinct, non-zero xorshift seed for worker `i` of a run seeded `seed`.
 #[must_use]
 pub fn seed_of(seed: u64, i: usize) -> u64 {
