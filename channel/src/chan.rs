@@ -35,14 +35,13 @@
 
 use std::time::Instant;
 
-use crossbeam_utils::CachePadded;
-
 use crate::backoff::Backoff;
 use crate::claim::Cursor;
 use crate::error::{RecvTimeoutError, TryRecvError};
 use crate::hook::{self, Park};
 use crate::rendezvous::{rethrow_deferred, Arrival, Rendezvous, Side};
 use crate::ring::{Readiness, Ring, Turn};
+use crate::spaced::{gap, Gap, Spaced};
 use crate::sync::{fence, Ordering};
 use crate::updt::UpdtCell;
 use crate::wait_list::Waiters;
@@ -59,13 +58,18 @@ pub(crate) enum Unsent {
     Timeout,
 }
 
+// `repr(C)`: the fields stay in this order, so each `Spaced` word is
+// `GAP` bytes from the next (see `spaced.rs`), and `front` keeps `tx` as far
+// from whatever the allocator put before the channel.
+#[repr(C)]
 pub(crate) struct Chan<T, M: Mode, P: Protocol> {
-    tx: CachePadded<M::Tx<P>>,
-    rx: CachePadded<M::Rx<P>>,
+    front: Gap,
+    tx: Spaced<M::Tx<P>>,
+    rx: Spaced<M::Rx<P>>,
     /// Senders blocked on a full ring.
-    pub(crate) senders: CachePadded<M::TxWait<P>>,
+    pub(crate) senders: Spaced<M::TxWait<P>>,
     /// Receivers blocked on an empty ring.
-    pub(crate) receivers: CachePadded<M::RxWait<P>>,
+    pub(crate) receivers: Spaced<M::RxWait<P>>,
     /// 1 once every sender is gone.
     tx_gone: UpdtCell,
     /// 1 once every receiver is gone.
@@ -79,15 +83,31 @@ pub(crate) struct Chan<T, M: Mode, P: Protocol> {
 impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     pub(crate) fn new(capacity: usize) -> Self {
         Chan {
-            tx: CachePadded::new(Cursor::new()),
-            rx: CachePadded::new(Cursor::new()),
-            senders: CachePadded::new(Waiters::new()),
-            receivers: CachePadded::new(Waiters::new()),
+            front: gap(),
+            tx: Spaced::new(Cursor::new()),
+            rx: Spaced::new(Cursor::new()),
+            senders: Spaced::new(Waiters::new()),
+            receivers: Spaced::new(Waiters::new()),
             tx_gone: UpdtCell::new(0),
             rx_gone: UpdtCell::new(0),
             ring: Ring::new(capacity.max(1)),
             zero: (capacity == 0).then(|| Box::new(Rendezvous::new())),
         }
+    }
+
+    /// Address and size of each word written by a different party, in
+    /// field order (for the layout test in `lib.rs`).
+    #[cfg(test)]
+    pub(crate) fn layout_probe(&self) -> [(*const u8, usize); 4] {
+        fn word<W>(w: &W) -> (*const u8, usize) {
+            (w as *const W as *const u8, std::mem::size_of::<W>())
+        }
+        [
+            word(&*self.tx),
+            word(&*self.rx),
+            word(&*self.senders),
+            word(&*self.receivers),
+        ]
     }
 
     #[inline]

@@ -58,6 +58,7 @@ mod lock;
 mod rendezvous;
 mod ring;
 mod select;
+mod spaced;
 mod sync;
 pub mod updt;
 mod wait_list;
@@ -303,6 +304,45 @@ mod static_checks {
     assert_impl_all!(spsc::Sender<u8>: Send);
     assert_not_impl_any!(mpmc::Sender<std::rc::Rc<u8>>: Send, Sync);
     assert_impl_all!(crate::SendError<u8>: std::error::Error);
+
+    // Every mode and protocol's channel is at most 16-aligned, so that its
+    // `Arc` comes from `malloc`, not `posix_memalign` (see `spaced.rs`), and
+    // its hot words are still a gap apart.
+    macro_rules! chan_layout {
+        ($($m:ty),*) => {$(
+            static_assertions::const_assert!(
+                std::mem::align_of::<crate::chan::Chan<u64, $m, Cas>>() <= 16
+            );
+            static_assertions::const_assert!(
+                std::mem::align_of::<crate::chan::Chan<u64, $m, Updt>>() <= 16
+            );
+        )*};
+    }
+    chan_layout!(Spsc, Spmc, Mpsc, Mpmc);
+
+    #[test]
+    fn hot_words_are_a_gap_apart() {
+        use crate::spaced::GAP;
+        fn check<M: Mode, P: Protocol>() {
+            let (tx, _rx) = crate::endpoint::bounded_in::<u64, M, P>(4);
+            let c = &*tx.chan;
+            let base = c as *const _ as usize;
+            let at = |p: *const u8| p as usize - base;
+            let words = c.layout_probe();
+            for pair in words.windows(2) {
+                assert!(
+                    at(pair[1].0) >= at(pair[0].0) + pair[0].1 + GAP,
+                    "{} and {} are closer than {GAP} bytes",
+                    at(pair[0].0),
+                    at(pair[1].0)
+                );
+            }
+        }
+        check::<Spsc, Cas>();
+        check::<Mpmc, Cas>();
+        check::<Mpmc, Updt>();
+        check::<Spmc, Updt>();
+    }
 }
 
 /// The README's example, compiled and run as a doc test.
