@@ -185,6 +185,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
 
     /// Whether the side that parties of `side` meet is gone (a sender's
     /// peers are the receivers).
+    #[inline]
     pub(crate) fn peers_gone(&self, side: Side) -> bool {
         match side {
             Side::Send => self.receivers_gone(),

@@ -135,20 +135,6 @@ pub(crate) trait Op {
     /// (the caller tries this operation next), else [`Waiters::abandon`].
     fn unregister(&mut self, retry: bool);
 
-    /// The endpoint this operation was made for, and which way it goes.
-    fn endpoint(&self) -> (*const (), Kind);
-
-    /// A receive: a pointer to its `Option<Result<T, RecvError>>` slot.
-    /// A send: null.
-    fn stash(&mut self) -> *mut ();
-
-    /// [`endpoint`](Op::endpoint) and [`stash`](Op::stash) in one call (one
-    /// trip through the vtable when a selected receive is collected).
-    fn endpoint_and_stash(&mut self) -> (*const (), Kind, *mut ()) {
-        let (endpoint, kind) = self.endpoint();
-        (endpoint, kind, self.stash())
-    }
-
     /// Whether this is the stand-in for a removed operation ([`Removed`]).
     fn removed(&self) -> bool {
         false
@@ -179,12 +165,17 @@ type RxTicket<M, P> = <<M as Mode>::RxWait<P> as Waiters>::Ticket;
 type TxTicket<M, P> = <<M as Mode>::TxWait<P> as Waiters>::Ticket;
 
 /// A receive operation. Used by [`Select`] and by the macro.
+///
+/// `repr(C)` with `result` first, so that the arm's address is its
+/// result's: [`SelectedOperation::recv`] reaches the result from the
+/// type-erased operation without a call through the vtable.
 #[doc(hidden)]
+#[repr(C)]
 pub struct RecvArm<'a, T, M: Mode, P: Protocol> {
-    rx: &'a Receiver<T, M, P>,
-    ticket: Option<RxTicket<M, P>>,
     /// What the selected receive got, until its taker collects it.
     result: Option<Result<T, RecvError>>,
+    rx: &'a Receiver<T, M, P>,
+    ticket: Option<RxTicket<M, P>>,
     /// On a zero-capacity channel, while the select is blocked: its packet
     /// in the rendezvous.
     packet: Option<Arc<Packet<T>>>,
@@ -196,9 +187,9 @@ impl<'a, T, M: Mode, P: Protocol> RecvArm<'a, T, M, P> {
     #[must_use]
     pub fn new(rx: &'a Receiver<T, M, P>) -> Self {
         RecvArm {
+            result: None,
             rx,
             ticket: None,
-            result: None,
             packet: None,
         }
     }
@@ -219,13 +210,14 @@ impl<'a, T, M: Mode, P: Protocol> RecvArm<'a, T, M, P> {
 impl<T, M: Mode, P: Protocol> Op for RecvArm<'_, T, M, P> {
     #[inline]
     fn ready(&self) -> bool {
-        // We hold a receiver, so "disconnected" means the senders are gone.
+        // We hold a receiver, so "disconnected" means the senders are gone:
+        // one flag to load, not both.
         let chan = &self.rx.chan;
         let waiting = match chan.zero() {
             Some(zero) => zero.has_senders(),
             None => chan.message_at_head(),
         };
-        waiting || chan.is_disconnected()
+        waiting || chan.peers_gone(Side::Recv)
     }
 
     #[inline]
@@ -259,14 +251,6 @@ impl<T, M: Mode, P: Protocol> Op for RecvArm<'_, T, M, P> {
                 self.rx.chan.receivers.abandon(ticket);
             }
         }
-    }
-
-    fn endpoint(&self) -> (*const (), Kind) {
-        (self.rx as *const Receiver<T, M, P> as *const (), Kind::Recv)
-    }
-
-    fn stash(&mut self) -> *mut () {
-        &mut self.result as *mut Option<Result<T, RecvError>> as *mut ()
     }
 
     fn discard(&mut self) {
@@ -318,7 +302,7 @@ fn send_ready<T, M: Mode, P: Protocol>(tx: &Sender<T, M, P>) -> bool {
         Some(zero) => zero.has_receivers(),
         None => chan.room_at_tail(),
     };
-    room || chan.is_disconnected()
+    room || chan.peers_gone(Side::Send)
 }
 
 macro_rules! send_waiting {
@@ -344,10 +328,6 @@ macro_rules! send_waiting {
                 }
             }
         }
-
-        fn endpoint(&self) -> (*const (), Kind) {
-            (self.tx as *const Sender<T, M, P> as *const (), Kind::Send)
-        }
     };
 }
 
@@ -363,10 +343,6 @@ impl<T, M: Mode, P: Protocol> Op for SendReady<'_, T, M, P> {
     }
 
     send_waiting!();
-
-    fn stash(&mut self) -> *mut () {
-        std::ptr::null_mut()
-    }
 
     fn discard(&mut self) {}
 }
@@ -441,10 +417,6 @@ impl<T, M: Mode, P: Protocol, F: FnOnce() -> T> Op for SendArm<'_, T, M, P, F> {
     }
 
     send_waiting!();
-
-    fn stash(&mut self) -> *mut () {
-        std::ptr::null_mut()
-    }
 
     fn discard(&mut self) {}
 }
@@ -540,12 +512,6 @@ impl Op for Removed {
         true
     }
     fn unregister(&mut self, _retry: bool) {}
-    fn endpoint(&self) -> (*const (), Kind) {
-        unreachable!("a removed operation is never selected")
-    }
-    fn stash(&mut self) -> *mut () {
-        unreachable!("a removed operation is never selected")
-    }
     fn removed(&self) -> bool {
         true
     }
@@ -888,6 +854,10 @@ pub mod __private {
 pub struct Select<'a> {
     /// Removed operations are [`Removed`] stand-ins.
     ops: Vec<Box<dyn Op + 'a>>,
+    /// For each operation, the endpoint it was added for and which way it
+    /// goes: what [`SelectedOperation`] checks its caller's endpoint
+    /// against, kept here rather than asked of the operation.
+    ends: Vec<(*const (), Kind)>,
     live: usize,
     biased: bool,
     /// This select's own xorshift state for its random start: no
@@ -911,6 +881,8 @@ pub struct Select<'a> {
 #[must_use = "a selected operation must be completed with `recv` or `send`"]
 pub struct SelectedOperation<'s> {
     op: &'s mut (dyn Op + 's),
+    /// The endpoint the operation was added for, and which way it goes.
+    end: (*const (), Kind),
     index: usize,
     done: bool,
 }
@@ -967,6 +939,7 @@ impl<'a> Select<'a> {
     pub fn new() -> Self {
         Select {
             ops: Vec::new(),
+            ends: Vec::new(),
             live: 0,
             biased: false,
             // Seeded from the thread's sequence; never 0 (xorshift's fixed
@@ -985,8 +958,9 @@ impl<'a> Select<'a> {
         }
     }
 
-    fn add(&mut self, op: Box<dyn Op + 'a>) -> usize {
+    fn add(&mut self, op: Box<dyn Op + 'a>, end: (*const (), Kind)) -> usize {
         self.ops.push(op);
+        self.ends.push(end);
         self.live += 1;
         self.ops.len() - 1
     }
@@ -999,14 +973,16 @@ impl<'a> Select<'a> {
     /// when a sender waits, and a blocked select waits there too, so any
     /// sender (a thread, coroutine, future or another select) can meet it.
     pub fn recv<T, M: Mode, P: Protocol>(&mut self, rx: &'a Receiver<T, M, P>) -> usize {
-        self.add(Box::new(RecvArm::new(rx)))
+        let end = (rx as *const Receiver<T, M, P> as *const (), Kind::Recv);
+        self.add(Box::new(RecvArm::new(rx)), end)
     }
 
     /// Adds a send on `tx`; returns its index. It is selected when the
     /// channel has room (or every receiver is gone); on a zero-capacity
     /// (rendezvous) channel, when a receiver waits.
     pub fn send<T, M: Mode, P: Protocol>(&mut self, tx: &'a Sender<T, M, P>) -> usize {
-        self.add(Box::new(SendReady { tx, ticket: None }))
+        let end = (tx as *const Sender<T, M, P> as *const (), Kind::Send);
+        self.add(Box::new(SendReady { tx, ticket: None }), end)
     }
 
     /// Removes the operation at `index` (indices of the others stay).
@@ -1027,6 +1003,7 @@ impl<'a> Select<'a> {
         debug_assert!(!op.removed(), "the driver selects a live operation");
         SelectedOperation {
             op,
+            end: self.ends[index],
             index,
             done: false,
         }
@@ -1236,20 +1213,23 @@ impl SelectedOperation<'_> {
     /// # Panics
     /// If `rx` is not the receiver this operation was added for.
     pub fn recv<T, M: Mode, P: Protocol>(mut self, rx: &Receiver<T, M, P>) -> Result<T, RecvError> {
-        let (endpoint, kind, stash) = self.op.endpoint_and_stash();
+        let (endpoint, kind) = self.end;
         assert!(
             kind == Kind::Recv && endpoint == rx as *const Receiver<T, M, P> as *const (),
             "passed a receiver that wasn't selected"
         );
-        let stash = stash as *mut Option<Result<T, RecvError>>;
+        // The arm's address, which is its result's (`RecvArm` is `repr(C)`
+        // with `result` first).
+        let stash = (self.op as *mut (dyn Op + '_)).cast::<Option<Result<T, RecvError>>>();
         // SAFETY: the operation is a receive (`Kind::Recv`), so `Select::recv`
         // made it as a `RecvArm` for the receiver at `endpoint`, which the
-        // select borrows for its whole life, and whose `stash` is its
-        // `Option<Result<T', RecvError>>` slot, `T'` being that receiver's
-        // message type. `rx` is a live receiver at the same address; two
-        // live receivers cannot share an address (neither is zero-sized nor
-        // contains the other), so `rx` is that receiver and `T` is `T'`.
-        // `self.op` is borrowed mutably, so nothing else touches the slot.
+        // select borrows for its whole life, and whose first field (at
+        // `stash`) is its `Option<Result<T', RecvError>>` slot, `T'` being
+        // that receiver's message type. `rx` is a live receiver at the same
+        // address; two live receivers cannot share an address (neither is
+        // zero-sized nor contains the other), so `rx` is that receiver and
+        // `T` is `T'`. `self.op` is borrowed mutably, so nothing else
+        // touches the slot.
         let outcome = unsafe { (*stash).take() };
         self.done = true;
         outcome.expect("a selected receive holds its outcome")
@@ -1281,7 +1261,7 @@ impl SelectedOperation<'_> {
         tx: &Sender<T, M, P>,
         msg: T,
     ) -> Result<(), SendError<T>> {
-        let (endpoint, kind) = self.op.endpoint();
+        let (endpoint, kind) = self.end;
         assert!(
             kind == Kind::Send && endpoint == tx as *const Sender<T, M, P> as *const (),
             "passed a sender that wasn't selected"
