@@ -99,11 +99,16 @@ fn one_thread<P: Protocol>(how: How) -> Duration {
 }
 
 fn report(what: &str, run: impl Fn(How) -> Duration) {
-    // Best of three, to damp scheduling noise.
-    let best = |how| (0..3).map(|_| run(how)).min().unwrap();
-    let recv = best(How::Recv);
-    let macro_ = best(How::Macro);
-    let strukt = best(How::Struct);
+    // Best of five, the three forms interleaved round by round, so that a
+    // slow stretch of the host (this one's speed wanders by 2x within a
+    // minute) falls on all three rather than on one.
+    let mut best = [Duration::MAX; 3];
+    for _ in 0..5 {
+        for (k, how) in [How::Recv, How::Macro, How::Struct].into_iter().enumerate() {
+            best[k] = best[k].min(run(how));
+        }
+    }
+    let [recv, macro_, strukt] = best;
     let ns = |d: Duration| d.as_nanos() as f64 / N as f64;
     println!(
         "{what:<28} recv {:6.1} ns/msg | select! {:6.1} ns/msg (x{:.2}) | Select {:6.1} ns/msg (x{:.2})",

@@ -76,7 +76,10 @@ impl Backoff {
 #[cfg(not(loom))]
 thread_local! {
     /// Per-thread xorshift state: threads that collided draw different delays.
-    static SEED: Cell<u32> = Cell::new(seed());
+    /// 0 until the thread's first draw seeds it (xorshift never returns to
+    /// 0). Const-initialised, so a draw is a plain thread-local access with
+    /// no lazy-initialisation check: a select draws once per call.
+    static SEED: Cell<u32> = const { Cell::new(0) };
 }
 
 #[cfg(not(loom))]
@@ -90,9 +93,13 @@ fn seed() -> u32 {
 /// The next number of this thread's xorshift sequence (also the select's
 /// random start).
 #[cfg(not(loom))]
+#[inline]
 pub(crate) fn next_random() -> u32 {
     SEED.with(|s| {
         let mut x = s.get();
+        if x == 0 {
+            x = seed();
+        }
         x ^= x << 13;
         x ^= x >> 17;
         x ^= x << 5;

@@ -205,6 +205,18 @@ impl<'a, T, M: Mode, P: Protocol> RecvArm<'a, T, M, P> {
     pub fn take(&mut self) -> Option<Result<T, RecvError>> {
         self.result.take()
     }
+
+    /// For the macro's [`FirstTry`]: [`Op::ready`], statically dispatched.
+    #[inline]
+    pub fn probe(&self) -> bool {
+        Op::ready(self)
+    }
+
+    /// For the macro's [`FirstTry`]: [`Op::attempt`], statically dispatched.
+    #[inline]
+    pub fn try_now(&mut self) -> bool {
+        Op::attempt(self)
+    }
 }
 
 impl<T, M: Mode, P: Protocol> Op for RecvArm<'_, T, M, P> {
@@ -382,6 +394,18 @@ impl<'a, T, M: Mode, P: Protocol, F: FnOnce() -> T> SendArm<'a, T, M, P, F> {
     #[inline]
     pub fn take(&mut self) -> Option<Result<(), SendError<T>>> {
         self.result.take()
+    }
+
+    /// For the macro's [`FirstTry`]: [`Op::ready`], statically dispatched.
+    #[inline]
+    pub fn probe(&self) -> bool {
+        Op::ready(self)
+    }
+
+    /// For the macro's [`FirstTry`]: [`Op::attempt`], statically dispatched.
+    #[inline]
+    pub fn try_now(&mut self) -> bool {
+        Op::attempt(self)
     }
 }
 
@@ -575,9 +599,19 @@ fn look<L: OpList + ?Sized>(ops: &mut L, start: usize) -> Look {
     if cfg!(loom) || !(2..=64).contains(&n) {
         return Look::Skipped;
     }
-    let ready = ops.ready_bits();
+    match first_ready(ops.ready_bits(), n, start) {
+        Some(i) => Look::Ready(i),
+        None => Look::NoneReady,
+    }
+}
+
+/// The first set bit of `ready` (bit `i` set: operation `i` of `n`, with
+/// `1 <= n <= 64`, is ready) at or after `start < n`, cyclically; `None`
+/// if no bit is set.
+#[inline]
+fn first_ready(ready: u64, n: usize, start: usize) -> Option<usize> {
     if ready == 0 {
-        return Look::NoneReady;
+        return None;
     }
     // Rotate the n-bit set so that bit 0 stands for `start`: its lowest set
     // bit is then the first ready operation from `start` on. Written without
@@ -588,7 +622,7 @@ fn look<L: OpList + ?Sized>(ops: &mut L, start: usize) -> Look {
     let rotated = (ready >> start) | (ready << ((n - start) & 63));
     let i = start + rotated.trailing_zeros() as usize;
     // Wrap without a branch either.
-    Look::Ready(i - n * usize::from(i >= n))
+    Some(i - n * usize::from(i >= n))
 }
 
 /// Where a scan of `n` operations starts: the first if `biased`, else a
@@ -812,10 +846,78 @@ pub fn run(ops: &mut [OpRef<'_>], wait: Wait) -> Option<usize> {
     drive(ops, wait, true, false, first_op(ops.len(), false))
 }
 
+/// The macro's first try, made before [`run`] with each arm's own methods
+/// rather than through `&mut dyn Op`: the arms' readiness probes and the
+/// one try that follows are then inlined at the call site, with no call
+/// through a vtable (on a host that runs a plain `recv` at about five
+/// instructions per cycle, those calls cost a select as much as the
+/// receive itself). It makes the same pick as [`look`]: the first ready
+/// arm at or after a random start. The expansion probes every arm in
+/// order ([`probe`](FirstTry::probe)), asks for the pick
+/// ([`pick`](FirstTry::pick)), then offers each arm its turn
+/// ([`turn`](FirstTry::turn)); only the picked one is tried. If nothing
+/// looked ready or the try failed, [`run`] does the whole select as before
+/// (a failed try has changed nothing: a receive took nothing, a send made
+/// its message and keeps it for its next try).
+///
+/// Not under loom, as [`look`], and not past 64 arms.
+#[doc(hidden)]
+pub struct FirstTry {
+    n: usize,
+    /// The arm the next `probe` or `turn` is for.
+    k: usize,
+    ready: u64,
+    picked: usize,
+}
+
+impl FirstTry {
+    #[inline]
+    #[must_use]
+    pub fn new(n: usize) -> Self {
+        FirstTry {
+            n,
+            k: 0,
+            ready: 0,
+            picked: usize::MAX,
+        }
+    }
+
+    /// Records the next arm's readiness.
+    #[inline]
+    pub fn probe(&mut self, ready: bool) {
+        self.ready |= u64::from(ready) << (self.k & 63);
+        self.k += 1;
+    }
+
+    /// Picks the arm to try; `false` if there is none (or no first try).
+    #[inline]
+    pub fn pick(&mut self) -> bool {
+        self.k = 0;
+        if cfg!(loom) || !(1..=64).contains(&self.n) {
+            return false;
+        }
+        match first_ready(self.ready, self.n, random_below(self.n)) {
+            Some(i) => {
+                self.picked = i;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether the next arm is the picked one.
+    #[inline]
+    pub fn turn(&mut self) -> bool {
+        let mine = self.k == self.picked;
+        self.k += 1;
+        mine
+    }
+}
+
 /// What the [`select!`](crate::select!) macro expands to uses. Not API.
 #[doc(hidden)]
 pub mod __private {
-    pub use super::{run, OpRef, RecvArm, SendArm, Wait};
+    pub use super::{run, FirstTry, OpRef, RecvArm, SendArm, Wait};
 }
 
 // ---- Select ----------------------------------------------------------------
@@ -1428,9 +1530,23 @@ macro_rules! select {
         }
     };
     (@emit [] [$(($arm:ident $ctor:tt $p:tt $body:tt))*] $d:tt) => {{
-        let _ = $crate::__private::run(&mut [$($arm.as_op()),*], $crate::select!(@wait $d));
+        // The first try, statically dispatched (see `FirstTry`), then, if it
+        // did not complete an arm, the whole select.
+        let mut __first = $crate::__private::FirstTry::new(
+            <[()]>::len(&[$($crate::select!(@unit $arm)),*]),
+        );
+        $( __first.probe($arm.probe()); )*
+        let mut __done = false;
+        if __first.pick() {
+            $( if __first.turn() { __done = $arm.try_now(); } )*
+        }
+        if !__done {
+            let _ = $crate::__private::run(&mut [$($arm.as_op()),*], $crate::select!(@wait $d));
+        }
         $crate::select!(@dispatch [$(($arm $p $body))*] $d)
     }};
+
+    (@unit $arm:ident) => { () };
 
     (@wait []) => { $crate::__private::Wait::Forever };
     (@wait [(now) $body:tt]) => { $crate::__private::Wait::Now };

@@ -805,6 +805,49 @@ fn select_takes_the_first_ready_operation_from_a_random_start() {
     assert!((seen[0] as f64 / N as f64 - 0.6).abs() < 0.05, "{seen:?}");
 }
 
+/// The macro's first try (statically dispatched, see `FirstTry`) makes the
+/// same pick as `Select`: over five arms `[recv A (ready), recv (idle),
+/// send B (room), recv (idle), send (full)]` the start 0 picks A, 1 and 2
+/// pick B, 3 and 4 wrap round to A. A send arm's message is made only when
+/// that arm is the one tried.
+#[test]
+fn macro_takes_the_first_ready_arm_from_a_random_start() {
+    const N: usize = 20_000;
+    let (tx_a, rx_a) = mpmc::bounded::<usize>(1);
+    let (_tx_idle1, rx_idle1) = spsc::bounded_with::<usize, Updt>(1);
+    let (tx_b, rx_b) = mpsc::bounded::<usize>(1);
+    let (_tx_idle3, rx_idle3) = mpmc::bounded_with::<usize, Updt>(1);
+    let (tx_full, _rx_full) = spmc::bounded::<usize>(1);
+    tx_full.send(0).unwrap();
+    tx_a.send(0).unwrap();
+    let mut counts = [0usize; 5];
+    let mut made = 0usize;
+    for _ in 0..N {
+        select! {
+            recv(rx_a) -> m => {
+                counts[0] += 1;
+                tx_a.send(m.unwrap()).unwrap();
+            }
+            recv(rx_idle1) -> _ => counts[1] += 1,
+            send(tx_b, { made += 1; 2 }) -> r => {
+                r.unwrap();
+                counts[2] += 1;
+                assert_eq!(rx_b.try_recv(), Ok(2));
+            }
+            recv(rx_idle3) -> _ => counts[3] += 1,
+            send(tx_full, 4) -> _ => counts[4] += 1,
+        }
+    }
+    assert_eq!(counts[1] + counts[3] + counts[4], 0, "{counts:?}");
+    assert_eq!(
+        made, counts[2],
+        "a send arm's message is made only when it is tried"
+    );
+    let share = |k: usize| counts[k] as f64 / N as f64;
+    assert!((share(0) - 0.6).abs() < 0.05, "A: {counts:?}");
+    assert!((share(2) - 0.4).abs() < 0.05, "B: {counts:?}");
+}
+
 /// The shortcut's largest case: 64 operations, one ready (the first, then
 /// the last), so that every random start lands on it or wraps round to it.
 #[test]
