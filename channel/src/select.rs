@@ -896,7 +896,14 @@ impl FirstTry {
         if cfg!(loom) || !(1..=64).contains(&self.n) {
             return false;
         }
-        match first_ready(self.ready, self.n, random_below(self.n)) {
+        // One arm ready (the common case: a message on one channel): any
+        // start picks it, so draw no random number.
+        let start = if self.ready & self.ready.wrapping_sub(1) == 0 {
+            0
+        } else {
+            random_below(self.n)
+        };
+        match first_ready(self.ready, self.n, start) {
             Some(i) => {
                 self.picked = i;
                 true
