@@ -61,6 +61,7 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 use crate::backoff::Backoff;
+use crate::chan::Chan;
 use crate::error::{RecvError, SendError, TryRecvError, TrySendError};
 use crate::hook::{self, Park};
 use crate::rendezvous::{Packet, Settled, Side, Token};
@@ -174,7 +175,10 @@ type TxTicket<M, P> = <<M as Mode>::TxWait<P> as Waiters>::Ticket;
 pub struct RecvArm<'a, T, M: Mode, P: Protocol> {
     /// What the selected receive got, until its taker collects it.
     result: Option<Result<T, RecvError>>,
-    rx: &'a Receiver<T, M, P>,
+    /// The receiver's channel, borrowed straight (not through the
+    /// receiver's `Arc`): a readiness probe is a chain of dependent loads,
+    /// and this takes one off it.
+    chan: &'a Chan<T, M, P>,
     ticket: Option<RxTicket<M, P>>,
     /// On a zero-capacity channel, while the select is blocked: its packet
     /// in the rendezvous.
@@ -188,7 +192,7 @@ impl<'a, T, M: Mode, P: Protocol> RecvArm<'a, T, M, P> {
     pub fn new(rx: &'a Receiver<T, M, P>) -> Self {
         RecvArm {
             result: None,
-            rx,
+            chan: &rx.chan,
             ticket: None,
             packet: None,
         }
@@ -224,7 +228,7 @@ impl<T, M: Mode, P: Protocol> Op for RecvArm<'_, T, M, P> {
     fn ready(&self) -> bool {
         // We hold a receiver, so "disconnected" means the senders are gone:
         // one flag to load, not both.
-        let chan = &self.rx.chan;
+        let chan = self.chan;
         let waiting = match chan.zero() {
             Some(zero) => zero.has_senders(),
             None => chan.message_at_head(),
@@ -235,7 +239,7 @@ impl<T, M: Mode, P: Protocol> Op for RecvArm<'_, T, M, P> {
     #[inline]
     fn attempt(&mut self) -> bool {
         debug_assert!(self.result.is_none());
-        match self.rx.chan.try_recv() {
+        match self.chan.try_recv() {
             Ok(msg) => self.result = Some(Ok(msg)),
             Err(TryRecvError::Disconnected) => self.result = Some(Err(RecvError)),
             Err(TryRecvError::Empty) => return false,
@@ -246,21 +250,21 @@ impl<T, M: Mode, P: Protocol> Op for RecvArm<'_, T, M, P> {
     #[inline]
     fn register(&mut self, park: &dyn Park) {
         debug_assert!(self.ticket.is_none());
-        self.ticket = Some(self.rx.chan.receivers.register(park));
+        self.ticket = Some(self.chan.receivers.register(park));
     }
 
     #[inline]
     fn still_blocked(&self) -> bool {
-        self.rx.chan.still_empty()
+        self.chan.still_empty()
     }
 
     #[inline]
     fn unregister(&mut self, retry: bool) {
         if let Some(ticket) = self.ticket.take() {
             if retry {
-                self.rx.chan.receivers.leave(ticket);
+                self.chan.receivers.leave(ticket);
             } else {
-                self.rx.chan.receivers.abandon(ticket);
+                self.chan.receivers.abandon(ticket);
             }
         }
     }
@@ -270,11 +274,11 @@ impl<T, M: Mode, P: Protocol> Op for RecvArm<'_, T, M, P> {
     }
 
     fn waits_in_rendezvous(&self) -> bool {
-        self.rx.chan.zero().is_some()
+        self.chan.zero().is_some()
     }
 
     fn queue_packet(&mut self, park: &dyn Park, token: &Arc<Token>, index: usize) {
-        let chan = &self.rx.chan;
+        let chan = self.chan;
         let zero = chan.zero().expect("a zero-capacity channel");
         debug_assert!(self.packet.is_none());
         self.packet = Some(zero.queue_select(park.waker(), token, index));
@@ -286,7 +290,7 @@ impl<T, M: Mode, P: Protocol> Op for RecvArm<'_, T, M, P> {
         let Some(packet) = self.packet.take() else {
             return;
         };
-        let chan = &self.rx.chan;
+        let chan = self.chan;
         let zero = chan.zero().expect("a zero-capacity channel");
         if let Settled::Done(Some(msg)) = zero.withdraw(Side::Recv, &packet) {
             if served {
