@@ -165,6 +165,25 @@ pub(crate) trait Op {
 type RxTicket<M, P> = <<M as Mode>::RxWait<P> as Waiters>::Ticket;
 type TxTicket<M, P> = <<M as Mode>::TxWait<P> as Waiters>::Ticket;
 
+/// The two methods through which the macro's [`FirstTry`] reaches an arm's
+/// [`Op`] methods with static dispatch (the macro cannot name `Op`).
+macro_rules! first_try {
+    () => {
+        /// For the macro's [`FirstTry`]: [`Op::ready`], statically dispatched.
+        #[inline]
+        pub fn probe(&self) -> bool {
+            Op::ready(self)
+        }
+
+        /// For the macro's [`FirstTry`]: [`Op::attempt`], statically
+        /// dispatched.
+        #[inline]
+        pub fn try_now(&mut self) -> bool {
+            Op::attempt(self)
+        }
+    };
+}
+
 /// A receive operation. Used by [`Select`] and by the macro.
 ///
 /// `repr(C)` with `result` first, so that the arm's address is its
@@ -210,17 +229,7 @@ impl<'a, T, M: Mode, P: Protocol> RecvArm<'a, T, M, P> {
         self.result.take()
     }
 
-    /// For the macro's [`FirstTry`]: [`Op::ready`], statically dispatched.
-    #[inline]
-    pub fn probe(&self) -> bool {
-        Op::ready(self)
-    }
-
-    /// For the macro's [`FirstTry`]: [`Op::attempt`], statically dispatched.
-    #[inline]
-    pub fn try_now(&mut self) -> bool {
-        Op::attempt(self)
-    }
+    first_try!();
 }
 
 impl<T, M: Mode, P: Protocol> Op for RecvArm<'_, T, M, P> {
@@ -400,17 +409,7 @@ impl<'a, T, M: Mode, P: Protocol, F: FnOnce() -> T> SendArm<'a, T, M, P, F> {
         self.result.take()
     }
 
-    /// For the macro's [`FirstTry`]: [`Op::ready`], statically dispatched.
-    #[inline]
-    pub fn probe(&self) -> bool {
-        Op::ready(self)
-    }
-
-    /// For the macro's [`FirstTry`]: [`Op::attempt`], statically dispatched.
-    #[inline]
-    pub fn try_now(&mut self) -> bool {
-        Op::attempt(self)
-    }
+    first_try!();
 }
 
 impl<T, M: Mode, P: Protocol, F: FnOnce() -> T> Op for SendArm<'_, T, M, P, F> {
