@@ -865,26 +865,17 @@ pub fn run(ops: &mut [OpRef<'_>], wait: Wait) -> Option<usize> {
 ///
 /// Not under loom, as [`look`], and not past 64 arms.
 #[doc(hidden)]
+#[derive(Default)]
 pub struct FirstTry {
-    n: usize,
-    /// The arm the next `probe` or `turn` is for.
+    /// The arm the next `probe` or `turn` is for (after the probes, the
+    /// number of arms).
     k: usize,
     ready: u64,
+    /// Set by a `pick` that returns `true`, before any `turn`.
     picked: usize,
 }
 
 impl FirstTry {
-    #[inline]
-    #[must_use]
-    pub fn new(n: usize) -> Self {
-        FirstTry {
-            n,
-            k: 0,
-            ready: 0,
-            picked: usize::MAX,
-        }
-    }
-
     /// Records the next arm's readiness.
     #[inline]
     pub fn probe(&mut self, ready: bool) {
@@ -895,8 +886,9 @@ impl FirstTry {
     /// Picks the arm to try; `false` if there is none (or no first try).
     #[inline]
     pub fn pick(&mut self) -> bool {
-        self.k = 0;
-        if cfg!(loom) || !(1..=64).contains(&self.n) {
+        // Every arm was probed, so `k` is their number.
+        let n = std::mem::replace(&mut self.k, 0);
+        if cfg!(loom) || !(1..=64).contains(&n) {
             return false;
         }
         // One arm ready (the common case: a message on one channel): any
@@ -904,9 +896,9 @@ impl FirstTry {
         let start = if self.ready & self.ready.wrapping_sub(1) == 0 {
             0
         } else {
-            random_below(self.n)
+            random_below(n)
         };
-        match first_ready(self.ready, self.n, start) {
+        match first_ready(self.ready, n, start) {
             Some(i) => {
                 self.picked = i;
                 true
@@ -1542,9 +1534,7 @@ macro_rules! select {
     (@emit [] [$(($arm:ident $ctor:tt $p:tt $body:tt))*] $d:tt) => {{
         // The first try, statically dispatched (see `FirstTry`), then, if it
         // did not complete an arm, the whole select.
-        let mut __first = $crate::__private::FirstTry::new(
-            <[()]>::len(&[$($crate::select!(@unit $arm)),*]),
-        );
+        let mut __first = <$crate::__private::FirstTry as ::core::default::Default>::default();
         $( __first.probe($arm.probe()); )*
         let mut __done = false;
         if __first.pick() {
@@ -1555,8 +1545,6 @@ macro_rules! select {
         }
         $crate::select!(@dispatch [$(($arm $p $body))*] $d)
     }};
-
-    (@unit $arm:ident) => { () };
 
     (@wait []) => { $crate::__private::Wait::Forever };
     (@wait [(now) $body:tt]) => { $crate::__private::Wait::Now };
