@@ -8,7 +8,7 @@
 //!   home executor thread. Other threads only ever see its [`TaskHeader`]
 //!   (wake state, slot, home), which is `Send + Sync`.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -46,17 +46,77 @@ pub(crate) struct TaskHeader {
     /// its unwinding to the end, suspending as it needs, and is never
     /// cancelled twice. Only the home executor thread touches it.
     pub(crate) cancel_raised: AtomicBool,
+    /// Where its stack lies and where it last parked, for the wake that
+    /// prefetches its frames.
+    pub(crate) parked: ParkedAt,
+}
+
+/// Where a coroutine's stack is, and about where its stack pointer was and
+/// which scheduling decision its executor was at when it last parked:
+/// enough for a local wake to start loading the frames its resumption
+/// returns through (`Local::prefetch`), and to skip that when it parked so
+/// recently that they are still in cache.
+///
+/// Written and read only by the home executor thread (a remote wake does
+/// not prefetch); the atomics, all `Relaxed`, are there because the header
+/// is shared with wakers on other threads, which never touch these.
+pub(crate) struct ParkedAt {
+    /// Highest address of the stack (its frames start just below).
+    top: AtomicUsize,
+    /// 0 until it first parks.
+    sp: AtomicUsize,
+    tick: AtomicU32,
+}
+
+impl ParkedAt {
+    /// How much of a woken coroutine's stack a wake prefetches.
+    const MAX_BYTES: usize = 1536;
+    /// How far below its last frame a parked coroutine's saved registers
+    /// reach (the switch pushes them there).
+    const SWITCH_FRAME: usize = 256;
+    /// A coroutine that parked fewer scheduling decisions ago than this is
+    /// taken to be still in cache.
+    const RECENT: u32 = 16;
+
+    /// Records that the running coroutine parks with its stack pointer
+    /// about `sp`, at scheduling decision `tick`.
+    #[inline]
+    pub(crate) fn record(&self, sp: usize, tick: u32) {
+        self.sp.store(sp, Ordering::Relaxed);
+        self.tick.store(tick, Ordering::Relaxed);
+    }
+
+    /// The stack range worth prefetching for a wake at decision `tick`:
+    /// from just below where it parked up through the frames it returns
+    /// through, at most [`Self::MAX_BYTES`]. `None` if it never parked or
+    /// parked recently.
+    #[inline]
+    pub(crate) fn frames(&self, tick: u32) -> Option<(usize, usize)> {
+        let sp = self.sp.load(Ordering::Relaxed);
+        if sp == 0 || tick.wrapping_sub(self.tick.load(Ordering::Relaxed)) < Self::RECENT {
+            return None;
+        }
+        let from = sp.saturating_sub(Self::SWITCH_FRAME);
+        let top = self.top.load(Ordering::Relaxed);
+        Some((from, top.min(from + Self::MAX_BYTES)))
+    }
 }
 
 impl TaskHeader {
-    /// The header of a new coroutine in `slot` of executor `home`.
-    pub(crate) fn new(slot: usize, home: Arc<ExecutorShared>) -> Self {
+    /// The header of a new coroutine in `slot` of executor `home`, whose
+    /// stack's highest address is `stack_top`.
+    pub(crate) fn new(slot: usize, home: Arc<ExecutorShared>, stack_top: usize) -> Self {
         TaskHeader {
             state: WakeState::new(),
             link: WakeLink::new(slot),
             slot,
             home,
             cancel_raised: AtomicBool::new(false),
+            parked: ParkedAt {
+                top: AtomicUsize::new(stack_top),
+                sp: AtomicUsize::new(0),
+                tick: AtomicU32::new(0),
+            },
         }
     }
 }
@@ -73,4 +133,35 @@ pub(crate) struct Task {
     /// the entry fires or the task is resumed before it (the entry then
     /// stays in the heap, stale, until it fires or is compacted away).
     pub(crate) timer_seq: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parked_at(top: usize) -> ParkedAt {
+        ParkedAt {
+            top: AtomicUsize::new(top),
+            sp: AtomicUsize::new(0),
+            tick: AtomicU32::new(0),
+        }
+    }
+
+    #[test]
+    fn frames_start_below_the_parking_point_and_stop_at_the_top() {
+        let top = 0x10_0000;
+        let p = parked_at(top);
+        assert_eq!(p.frames(1_000), None, "never parked: nothing to prefetch");
+        p.record(top - 0x300, 7);
+        assert_eq!(p.frames(7 + ParkedAt::RECENT - 1), None, "parked recently");
+        let (from, to) = p.frames(7 + ParkedAt::RECENT).expect("parked long ago");
+        assert_eq!(from, top - 0x300 - ParkedAt::SWITCH_FRAME);
+        assert_eq!(to, top, "a shallow stack is prefetched up to its top");
+        // A deep stack: only the frames nearest the parking point.
+        p.record(top - 0x8000, u32::MAX - 2);
+        let later = (u32::MAX - 2).wrapping_add(ParkedAt::RECENT);
+        let (from, to) = p.frames(later).expect("ticks wrap");
+        assert_eq!(to - from, ParkedAt::MAX_BYTES);
+        assert_eq!(from, top - 0x8000 - ParkedAt::SWITCH_FRAME);
+    }
 }

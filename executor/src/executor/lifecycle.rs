@@ -38,9 +38,19 @@ impl Local {
     ///
     /// If the running coroutine may not suspend (see [`Local::can_suspend`]);
     /// callers check first.
+    #[inline(always)]
     pub(crate) fn suspend(&self, why: Suspend) {
         assert!(self.can_suspend(), "swco: suspend outside a coroutine");
         let yielder = self.yielder.get();
+        if let Suspend::Park(_) = why {
+            if let Some(header) = self.running_header() {
+                // The address of a local: about where the frames a
+                // resumption returns through begin.
+                let here = 0u8;
+                let sp = std::hint::black_box(std::ptr::addr_of!(here)) as usize;
+                header.parked.record(sp, self.ticks.get());
+            }
+        }
         // SAFETY: `yielder` is the running coroutine's Yielder: set when the
         // coroutine started (or restored before resuming it), it lives on
         // that coroutine's stack, which is the stack we are on now; and we
@@ -164,7 +174,8 @@ impl Local {
             }
         };
         let slot = self.tasks.borrow_mut().reserve();
-        let header = Arc::new(TaskHeader::new(slot, self.shared.clone()));
+        let top = corosensei::stack::Stack::base(&stack).get();
+        let header = Arc::new(TaskHeader::new(slot, self.shared.clone(), top));
         let guard = stack::guard_low(&stack);
         let co = Coroutine::with_stack(stack, move |yielder: &Yielder<(), Suspend>, ()| {
             let mut start = Start::Run;
@@ -204,6 +215,7 @@ impl Local {
         self.run_task(slot);
     }
 
+    #[inline(always)]
     pub(super) fn run_task(&self, slot: usize) {
         let ptr = self.tasks.borrow().ptr(slot);
         if ptr.is_null() {
