@@ -64,6 +64,14 @@ impl Job {
         }
     }
 
+    /// The address of the job's body (its closure and join slot), or 0
+    /// once started: a hint for prefetching, never dereferenced.
+    pub(crate) fn body_addr(&self) -> usize {
+        self.body
+            .as_ref()
+            .map_or(0, |body| Arc::as_ptr(body) as *const u8 as usize)
+    }
+
     /// The executor whose `live` count includes this job.
     pub(crate) fn counted_on(&self) -> usize {
         self.counted_on

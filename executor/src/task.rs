@@ -54,8 +54,9 @@ pub(crate) struct TaskHeader {
 /// Where a coroutine's stack is, and about where its stack pointer was and
 /// which scheduling decision its executor was at when it last parked:
 /// enough for a local wake to start loading the frames its resumption
-/// returns through (`Local::prefetch`), and to skip that when it parked so
-/// recently that they are still in cache.
+/// returns through, and its job's body, which it completes when it returns
+/// (`Local::prefetch`), and to skip that when it parked so recently that
+/// they are still in cache.
 ///
 /// Written and read only by the home executor thread (a remote wake does
 /// not prefetch); the atomics, all `Relaxed`, are there because the header
@@ -63,6 +64,9 @@ pub(crate) struct TaskHeader {
 pub(crate) struct ParkedAt {
     /// Highest address of the stack (its frames start just below).
     top: AtomicUsize,
+    /// Its job's body (closure and join slot), which it completes when it
+    /// returns.
+    body: AtomicUsize,
     /// 0 until it first parks.
     sp: AtomicUsize,
     tick: AtomicU32,
@@ -100,12 +104,23 @@ impl ParkedAt {
         let top = self.top.load(Ordering::Relaxed);
         Some((from, top.min(from + Self::MAX_BYTES)))
     }
+
+    /// The address of its job's body (see [`Job::body_addr`](crate::job::Job::body_addr)).
+    #[inline]
+    pub(crate) fn body(&self) -> usize {
+        self.body.load(Ordering::Relaxed)
+    }
 }
 
 impl TaskHeader {
     /// The header of a new coroutine in `slot` of executor `home`, whose
     /// stack's highest address is `stack_top`.
-    pub(crate) fn new(slot: usize, home: Arc<ExecutorShared>, stack_top: usize) -> Self {
+    pub(crate) fn new(
+        slot: usize,
+        home: Arc<ExecutorShared>,
+        stack_top: usize,
+        body: usize,
+    ) -> Self {
         TaskHeader {
             state: WakeState::new(),
             link: WakeLink::new(slot),
@@ -114,6 +129,7 @@ impl TaskHeader {
             cancel_raised: AtomicBool::new(false),
             parked: ParkedAt {
                 top: AtomicUsize::new(stack_top),
+                body: AtomicUsize::new(body),
                 sp: AtomicUsize::new(0),
                 tick: AtomicU32::new(0),
             },
@@ -142,6 +158,7 @@ mod tests {
     fn parked_at(top: usize) -> ParkedAt {
         ParkedAt {
             top: AtomicUsize::new(top),
+            body: AtomicUsize::new(0),
             sp: AtomicUsize::new(0),
             tick: AtomicU32::new(0),
         }

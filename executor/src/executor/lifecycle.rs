@@ -175,7 +175,12 @@ impl Local {
         };
         let slot = self.tasks.borrow_mut().reserve();
         let top = corosensei::stack::Stack::base(&stack).get();
-        let header = Arc::new(TaskHeader::new(slot, self.shared.clone(), top));
+        let header = Arc::new(TaskHeader::new(
+            slot,
+            self.shared.clone(),
+            top,
+            job.body_addr(),
+        ));
         let guard = stack::guard_low(&stack);
         let co = Coroutine::with_stack(stack, move |yielder: &Yielder<(), Suspend>, ()| {
             let mut start = Start::Run;

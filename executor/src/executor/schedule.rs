@@ -107,8 +107,9 @@ pub(super) enum Runnable {
 impl Local {
     /// Starts loading the cache lines a woken coroutine touches first when
     /// it resumes, unless it parked so recently that they are still in
-    /// cache: its task, and its stack from just below where it parked up
-    /// through the frames it returns through (see
+    /// cache: its task, its job's body (closure and join slot), and its
+    /// stack from just below where it parked up through the frames it
+    /// returns through (see
     /// [`ParkedAt`](crate::task::ParkedAt)). A
     /// coroutine woken after a long wait (one of a chain of thousands, each
     /// woken once) has all of these out of cache, and the waker still has
@@ -122,6 +123,8 @@ impl Local {
         // The address only: the task is not dereferenced here.
         let boxed = self.tasks.borrow().ptr(task.slot) as usize;
         prefetch_lines(boxed, boxed + 1);
+        let body = task.parked.body();
+        prefetch_lines(body, body + 128);
         prefetch_lines(from, to);
     }
 
