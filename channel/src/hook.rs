@@ -165,6 +165,7 @@ pub fn set_current(hook: Option<Rc<dyn Park>>) -> Option<Rc<dyn Park>> {
 /// For executors: goes on with an unwinding (a cancellation) that a
 /// rendezvous receive on this thread put off because it had already been
 /// handed its message. Call before suspending a coroutine.
+#[inline]
 pub fn resume_deferred_unwind() {
     crate::rendezvous::rethrow_deferred();
 }
@@ -172,6 +173,7 @@ pub fn resume_deferred_unwind() {
 /// For executors: forgets an unwinding put off as for
 /// [`resume_deferred_unwind`], when the coroutine finished without
 /// suspending again (it completed, so there is nothing left to cancel).
+#[inline]
 pub fn discard_deferred_unwind() {
     crate::rendezvous::discard_deferred();
 }
