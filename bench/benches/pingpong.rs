@@ -4,40 +4,15 @@
 //! cross-core wake per hop), and an OS thread talking to a coroutine;
 //! against may coroutines and crossbeam-channel between OS threads.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use swco::channel::{spsc, Cas, Updt};
+use swco::channel::{Cas, Updt};
 use swco::Runtime;
-use swco_bench::{pingpong, pingpong_from_thread, Crossbeam, May, Place, Swco};
+use swco_bench::{pingpong, pingpong_from_thread, pingpong_spsc, Crossbeam, May, Place, Swco};
 
 /// `iters` round trips between a coroutine on executor `a` and one on `b`,
 /// through SPSC channels.
-fn pingpong_spsc(rt: &Runtime, a: usize, b: usize, iters: u64) -> Duration {
-    let (ping_tx, ping_rx) = spsc::bounded::<u64>(1);
-    let (pong_tx, pong_rx) = spsc::bounded::<u64>(1);
-    let echo = rt
-        .spawn_on(b, move || {
-            for _ in 0..iters {
-                pong_tx.send(ping_rx.recv().expect("a ping")).unwrap();
-            }
-        })
-        .expect("executor b exists");
-    let pinger = rt
-        .spawn_on(a, move || {
-            let start = Instant::now();
-            for i in 0..iters {
-                ping_tx.send(i).unwrap();
-                assert_eq!(pong_rx.recv(), Ok(i));
-            }
-            start.elapsed()
-        })
-        .expect("executor a exists");
-    let elapsed = pinger.join().expect("the pinger finished");
-    echo.join().expect("the echo finished");
-    elapsed
-}
-
 fn bench(c: &mut Criterion) {
     May::configure();
     // One executor per core, as a deployment on this machine would have.

@@ -11,7 +11,7 @@
 use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
-use swco::channel::{mpmc, Protocol};
+use swco::channel::{mpmc, spsc, Protocol};
 use swco::Runtime;
 
 /// Producer and consumer counts of the seed paper's Table 1.
@@ -650,6 +650,38 @@ pub fn pingpong<S: System>(sys: &S, iters: u64) -> Duration {
     });
     let elapsed = pinger();
     echo();
+    elapsed
+}
+
+/// `iters` round trips between a coroutine on executor `a` (pinging) and
+/// one on executor `b` (echoing) of `rt`, through two capacity-1 SPSC
+/// `Cas` channels (the mode with a single-waiter slot on each side).
+///
+/// # Panics
+///
+/// If a reply is not the ping it answers, or an executor does not exist.
+pub fn pingpong_spsc(rt: &Runtime, a: usize, b: usize, iters: u64) -> Duration {
+    let (ping_tx, ping_rx) = spsc::bounded::<u64>(1);
+    let (pong_tx, pong_rx) = spsc::bounded::<u64>(1);
+    let echo = rt
+        .spawn_on(b, move || {
+            for _ in 0..iters {
+                pong_tx.send(ping_rx.recv().expect("a ping")).unwrap();
+            }
+        })
+        .expect("executor b exists");
+    let pinger = rt
+        .spawn_on(a, move || {
+            let start = Instant::now();
+            for i in 0..iters {
+                ping_tx.send(i).unwrap();
+                assert_eq!(pong_rx.recv(), Ok(i));
+            }
+            start.elapsed()
+        })
+        .expect("executor a exists");
+    let elapsed = pinger.join().expect("the pinger finished");
+    echo.join().expect("the echo finished");
     elapsed
 }
 
