@@ -15,6 +15,9 @@
 //!   oldest jobs go first, so neither a ping-pong pair nor a stream of
 //!   spawns starves the rest.
 //! * Only jobs (no stack yet) are stolen; a started coroutine never moves.
+//! * A local wake may prefetch the woken coroutine's task, job body and
+//!   top frames (`Local::prefetch`): a hint only, computed from its header
+//!   and its slot's pointer, never by dereferencing the task.
 
 use std::sync::Arc;
 use std::task::Wake;
