@@ -16,8 +16,8 @@
 
 use std::time::{Duration, Instant};
 
-use swco::channel::spsc;
 use swco::Runtime;
+use swco_bench::spawn_chain;
 
 fn main() {
     let arg = |i: usize, default: usize| -> usize {
@@ -35,14 +35,7 @@ fn main() {
     let mut hops = Vec::with_capacity(reps);
     for _ in 0..reps {
         let t0 = Instant::now();
-        let (first, mut left) = spsc::bounded::<u64>(1);
-        let mut handles = Vec::with_capacity(n);
-        for _ in 0..n {
-            let (tx, right) = spsc::bounded::<u64>(1);
-            let l = left;
-            handles.push(rt.spawn(move || tx.send(1 + l.recv().unwrap()).unwrap()));
-            left = right;
-        }
+        let chain = spawn_chain(&rt, n);
         let spawned = t0.elapsed();
         // Queued behind the chain on every executor, then a pause: by then
         // every link has started and parked.
@@ -54,11 +47,11 @@ fn main() {
         }
         std::thread::sleep(Duration::from_millis(100));
         let t1 = Instant::now();
-        first.send(1).unwrap();
-        let v = left.recv().unwrap();
+        chain.first.send(1).unwrap();
+        let v = chain.last.recv().unwrap();
         let propagated = t1.elapsed();
         let t2 = Instant::now();
-        for h in handles {
+        for h in chain.links {
             h.join().expect("a chain coroutine was lost");
         }
         let joined = t2.elapsed();

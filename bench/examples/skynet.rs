@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use swco::channel::spsc;
 use swco::Runtime;
+use swco_bench::spawn_chain;
 
 /// A skynet node: the sum of the numbers of its `size` leaves.
 fn skynet(num: u64, size: u64, div: u64) -> u64 {
@@ -59,17 +60,10 @@ fn swco_skynet(rt: &Runtime, leaves: u64) -> Duration {
 
 fn swco_chain(rt: &Runtime, n: usize) -> Duration {
     let start = Instant::now();
-    let (first, mut left) = spsc::bounded::<u64>(1);
-    let mut handles = Vec::with_capacity(n);
-    for _ in 0..n {
-        let (tx, right) = spsc::bounded::<u64>(1);
-        let l = left;
-        handles.push(rt.spawn(move || tx.send(1 + l.recv().unwrap()).unwrap()));
-        left = right;
-    }
-    first.send(1).unwrap();
-    let v = left.recv().unwrap();
-    for h in handles {
+    let chain = spawn_chain(rt, n);
+    chain.first.send(1).unwrap();
+    let v = chain.last.recv().unwrap();
+    for h in chain.links {
         h.join().expect("a chain coroutine was lost");
     }
     let took = start.elapsed();

@@ -758,6 +758,41 @@ pub fn criterion_config() -> criterion::Criterion {
     criterion::Criterion::default().without_plots()
 }
 
+/// A daisy chain of swco coroutines, spawned by [`spawn_chain`].
+pub struct SwcoChain {
+    /// Feeds the first link.
+    pub first: spsc::Sender<u64>,
+    /// What the last link sends: the value sent to `first`, plus one per
+    /// link.
+    pub last: spsc::Receiver<u64>,
+    /// One per link, in order.
+    pub links: Vec<swco::JoinHandle<()>>,
+}
+
+/// Spawns `n` coroutines on `rt` (placed by its policy), each blocked in
+/// `recv` on its left channel, sending one more than it gets to its right:
+/// the daisy chain of `skynet` and `chain_phases`, capacity-1 SPSC channels.
+///
+/// # Panics
+///
+/// If `rt` refuses a spawn (it is shut down). A link panics (and its join
+/// reports it) if a neighbour's channel disconnects before the value
+/// passes.
+pub fn spawn_chain(rt: &Runtime, n: usize) -> SwcoChain {
+    let (first, mut left) = spsc::bounded::<u64>(1);
+    let mut links = Vec::with_capacity(n);
+    for _ in 0..n {
+        let (tx, right) = spsc::bounded::<u64>(1);
+        let l = std::mem::replace(&mut left, right);
+        links.push(rt.spawn(move || tx.send(1 + l.recv().unwrap()).unwrap()));
+    }
+    SwcoChain {
+        first,
+        last: left,
+        links,
+    }
+}
+
 /// The daisy chain: `len` workers, each receiving from its left neighbour
 /// and sending one more to its right, all spawned, one value passed from
 /// end to end, all joined. Measures spawning plus one blocking hand-off per
