@@ -82,6 +82,17 @@ impl ParkedAt {
     /// taken to be still in cache.
     const RECENT: u32 = 16;
 
+    /// A coroutine that has not parked yet, whose stack's highest address
+    /// is `top` and whose job body is at `body`.
+    fn new(top: usize, body: usize) -> Self {
+        ParkedAt {
+            top: AtomicUsize::new(top),
+            body: AtomicUsize::new(body),
+            sp: AtomicUsize::new(0),
+            tick: AtomicU32::new(0),
+        }
+    }
+
     /// Records that the running coroutine parks with its stack pointer
     /// about `sp`, at scheduling decision `tick`.
     #[inline]
@@ -113,6 +124,18 @@ impl ParkedAt {
 }
 
 impl TaskHeader {
+    /// Makes a header that nothing else references (its finished
+    /// coroutine's, taken back by its executor) the header of a new
+    /// coroutine of the same executor, as [`new`](Self::new) would with the
+    /// same `home`. `&mut` proves that no waker, inbox or task holds it.
+    pub(crate) fn reuse(&mut self, slot: usize, stack_top: usize, body: usize) {
+        self.state = WakeState::new();
+        self.link = WakeLink::new(slot);
+        self.slot = slot;
+        *self.cancel_raised.get_mut() = false;
+        self.parked = ParkedAt::new(stack_top, body);
+    }
+
     /// The header of a new coroutine in `slot` of executor `home`, whose
     /// stack's highest address is `stack_top`.
     pub(crate) fn new(
@@ -127,12 +150,7 @@ impl TaskHeader {
             slot,
             home,
             cancel_raised: AtomicBool::new(false),
-            parked: ParkedAt {
-                top: AtomicUsize::new(stack_top),
-                body: AtomicUsize::new(body),
-                sp: AtomicUsize::new(0),
-                tick: AtomicU32::new(0),
-            },
+            parked: ParkedAt::new(stack_top, body),
         }
     }
 }
@@ -156,12 +174,7 @@ mod tests {
     use super::*;
 
     fn parked_at(top: usize) -> ParkedAt {
-        ParkedAt {
-            top: AtomicUsize::new(top),
-            body: AtomicUsize::new(0),
-            sp: AtomicUsize::new(0),
-            tick: AtomicU32::new(0),
-        }
+        ParkedAt::new(top, 0)
     }
 
     #[test]

@@ -9,6 +9,9 @@
 //!   is refused through its join handle, never dropped silently.
 //! * A task leaves its slot only when its coroutine has returned; its
 //!   stack then goes back to the pool and its slot is released, once.
+//! * A finished coroutine's header is reused for a new coroutine of the
+//!   same executor only if nothing else references it (`Arc::get_mut`): no
+//!   waker kept by a channel, no inbox link, no task.
 //! * A coroutine suspends only through its own yielder, on its own stack,
 //!   and only when it may (`no_suspend` is zero).
 //! * A cancelling shutdown raises [`Cancelled`] in a coroutine at most once,
@@ -175,12 +178,7 @@ impl Local {
         };
         let slot = self.tasks.borrow_mut().reserve();
         let top = corosensei::stack::Stack::base(&stack).get();
-        let header = Arc::new(TaskHeader::new(
-            slot,
-            self.shared.clone(),
-            top,
-            job.body_addr(),
-        ));
+        let header = self.header_for(slot, top, job.body_addr());
         let guard = stack::guard_low(&stack);
         let co = Coroutine::with_stack(stack, move |yielder: &Yielder<(), Suspend>, ()| {
             let mut start = Start::Run;
@@ -258,11 +256,34 @@ impl Local {
                 let Some(task) = task else {
                     unreachable!("the finished task left its slot")
                 };
-                let stack = task.co.into_stack();
-                self.pool.borrow_mut().give_back(stack);
+                let Task { co, header, .. } = *task;
+                self.pool.borrow_mut().give_back(co.into_stack());
+                self.keep_header(header);
                 self.tasks.borrow_mut().release(slot);
                 self.finished_one();
             }
+        }
+    }
+
+    /// A header for a new coroutine in `slot`: a spare one if there is
+    /// one, else a new one.
+    fn header_for(&self, slot: usize, top: usize, body: usize) -> Arc<TaskHeader> {
+        if let Some(mut header) = self.spare_headers.borrow_mut().pop() {
+            if let Some(h) = Arc::get_mut(&mut header) {
+                h.reuse(slot, top, body);
+                return header;
+            }
+            debug_assert!(false, "a spare header is referenced");
+        }
+        Arc::new(TaskHeader::new(slot, self.shared.clone(), top, body))
+    }
+
+    /// Keeps a finished coroutine's header for reuse if nothing else holds
+    /// it (a waker a channel kept, say) and there is room.
+    fn keep_header(&self, mut header: Arc<TaskHeader>) {
+        let mut spare = self.spare_headers.borrow_mut();
+        if spare.len() < super::SPARE_HEADERS && Arc::get_mut(&mut header).is_some() {
+            spare.push(header);
         }
     }
 

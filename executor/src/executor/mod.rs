@@ -102,12 +102,19 @@ pub(crate) struct Local {
     placed: RefCell<VecDeque<Job>>,
     /// Scheduling decisions so far, for the periodic fairness checks.
     ticks: Cell<u32>,
+    /// Headers of finished coroutines that nothing else referenced, kept
+    /// for the next ones (at most [`SPARE_HEADERS`]): a spawn then
+    /// allocates no header and moves no count on `shared`.
+    spare_headers: RefCell<Vec<Arc<TaskHeader>>>,
     /// Mirror of `shared.idle` as this thread last set it.
     idle: Cell<bool>,
     /// When the stack pool next gives back the memory of stacks that sat
     /// unused since the last time (every [`stack::TRIM_PERIOD`]).
     next_trim: Cell<Instant>,
 }
+
+/// How many finished coroutines' headers an executor keeps for reuse.
+const SPARE_HEADERS: usize = 256;
 
 thread_local! {
     static CURRENT: Cell<*const Local> = const { Cell::new(std::ptr::null()) };
@@ -179,6 +186,7 @@ pub(crate) fn run_executor<H>(
         finished_while_cancelling: Cell::new(false),
         no_suspend: Cell::new(0),
         refusal_reported: Cell::new(false),
+        spare_headers: RefCell::new(Vec::new()),
         run_next: Cell::new(None),
         run_next_streak: Cell::new(0),
         spawns: shared
