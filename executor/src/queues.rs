@@ -9,6 +9,7 @@
 //! only the executor loop, between resumes, dereferences a slot.
 
 use std::collections::VecDeque;
+use std::mem::MaybeUninit;
 
 use crate::task::Task;
 
@@ -26,9 +27,11 @@ pub(crate) struct RunQueue(pub(crate) VecDeque<usize>);
 ///
 /// # Invariants
 ///
-/// * A non-null entry is a pointer from `Box::into_raw`, owned by this
-///   table: freed by [`take`](TaskTable::take) (which hands the box back)
-///   or by `Drop`, and by nothing else.
+/// * A non-null entry is a pointer from `Box::into_raw` (of a box made as
+///   `MaybeUninit<Task>` and initialised), owned by this table: handed
+///   back by [`take`](TaskTable::take) (as the box) or
+///   [`take_finished`](TaskTable::take_finished) (as the task, the box
+///   kept empty for reuse), or freed by `Drop`, and by nothing else.
 /// * The task being resumed is reached only through the executor loop's
 ///   pointer (`Local::run_task`) until the resume
 ///   returns. Code running meanwhile (the coroutine, wakers, spawns) may
@@ -39,7 +42,15 @@ pub(crate) struct RunQueue(pub(crate) VecDeque<usize>);
 pub(crate) struct TaskTable {
     slots: Vec<*mut Task>,
     free: Vec<usize>,
+    /// Boxes of finished tasks, kept empty for the next ones (at most
+    /// [`SPARE_BOXES`]): a new coroutine then allocates no task box.
+    // The boxes are the point: each is an allocation a slot will own.
+    #[allow(clippy::vec_box)]
+    spare: Vec<Box<MaybeUninit<Task>>>,
 }
+
+/// How many empty task boxes a table keeps.
+const SPARE_BOXES: usize = 256;
 
 impl TaskTable {
     pub(crate) fn reserve(&mut self) -> usize {
@@ -52,9 +63,18 @@ impl TaskTable {
         }
     }
 
-    pub(crate) fn put(&mut self, slot: usize, task: Box<Task>) {
+    /// Puts `task` in `slot` (reserved, empty), in a spare box if there is
+    /// one.
+    pub(crate) fn put(&mut self, slot: usize, task: Task) {
         debug_assert!(self.slots[slot].is_null());
-        self.slots[slot] = Box::into_raw(task);
+        let mut boxed = self
+            .spare
+            .pop()
+            .unwrap_or_else(|| Box::new(MaybeUninit::uninit()));
+        boxed.write(task);
+        // `MaybeUninit<Task>` has `Task`'s layout, and the box now holds an
+        // initialised task: the pointer is one `Box<Task>` would give.
+        self.slots[slot] = Box::into_raw(boxed).cast::<Task>();
     }
 
     /// The task in `slot`, or null. Dereferencing it is subject to the
@@ -73,6 +93,27 @@ impl TaskTable {
         // this table; nulling the entry above transfers that ownership back
         // to the box, exactly once.
         (!ptr.is_null()).then(|| unsafe { Box::from_raw(ptr) })
+    }
+
+    /// Takes the task out of `slot` (a finished one) and keeps its box,
+    /// empty, for the next [`put`](TaskTable::put).
+    pub(crate) fn take_finished(&mut self, slot: usize) -> Option<Task> {
+        let ptr = std::mem::replace(self.slots.get_mut(slot)?, std::ptr::null_mut());
+        if ptr.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null entry is a box holding an initialised task,
+        // owned by this table (see `put`); nulling the entry above handed
+        // that ownership to us, once. The read moves the task out, and the
+        // allocation is from then on treated as uninitialised.
+        let task = unsafe { ptr.read() };
+        // SAFETY: the same allocation, typed as the `MaybeUninit<Task>` it
+        // was made as (same layout); it holds no live task any more.
+        let boxed = unsafe { Box::from_raw(ptr.cast::<MaybeUninit<Task>>()) };
+        if self.spare.len() < SPARE_BOXES {
+            self.spare.push(boxed);
+        }
+        Some(task)
     }
 
     pub(crate) fn release(&mut self, slot: usize) {

@@ -206,13 +206,13 @@ impl Local {
         });
         self.tasks.borrow_mut().put(
             slot,
-            Box::new(Task {
+            Task {
                 co,
                 header,
                 yielder: std::ptr::null(),
                 guard,
                 timer_seq: 0,
-            }),
+            },
         );
         bump(&self.shared.counters.spawned, 1);
         self.run_task(slot);
@@ -252,11 +252,10 @@ impl Local {
                 }
             }
             CoroutineResult::Return(()) => {
-                let task = self.tasks.borrow_mut().take(slot);
-                let Some(task) = task else {
+                let task = self.tasks.borrow_mut().take_finished(slot);
+                let Some(Task { co, header, .. }) = task else {
                     unreachable!("the finished task left its slot")
                 };
-                let Task { co, header, .. } = *task;
                 self.pool.borrow_mut().give_back(co.into_stack());
                 self.keep_header(header);
                 self.tasks.borrow_mut().release(slot);
