@@ -173,14 +173,10 @@ pub(crate) struct Task {
 mod tests {
     use super::*;
 
-    fn parked_at(top: usize) -> ParkedAt {
-        ParkedAt::new(top, 0)
-    }
-
     #[test]
     fn frames_start_below_the_parking_point_and_stop_at_the_top() {
         let top = 0x10_0000;
-        let p = parked_at(top);
+        let p = ParkedAt::new(top, 0);
         assert_eq!(p.frames(1_000), None, "never parked: nothing to prefetch");
         p.record(top - 0x300, 7);
         assert_eq!(p.frames(7 + ParkedAt::RECENT - 1), None, "parked recently");

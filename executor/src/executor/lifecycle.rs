@@ -45,7 +45,7 @@ impl Local {
     pub(crate) fn suspend(&self, why: Suspend) {
         assert!(self.can_suspend(), "swco: suspend outside a coroutine");
         let yielder = self.yielder.get();
-        if let Suspend::Park(_) = why {
+        if matches!(why, Suspend::Park(_)) {
             if let Some(header) = self.running_header() {
                 // The address of a local: about where the frames a
                 // resumption returns through begin.

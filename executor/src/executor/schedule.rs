@@ -112,8 +112,7 @@ impl Local {
     /// it resumes, unless it parked so recently that they are still in
     /// cache: its task, its job's body (closure and join slot), and its
     /// stack from just below where it parked up through the frames it
-    /// returns through (see
-    /// [`ParkedAt`](crate::task::ParkedAt)). A
+    /// returns through (see [`ParkedAt`](crate::task::ParkedAt)). A
     /// coroutine woken after a long wait (one of a chain of thousands, each
     /// woken once) has all of these out of cache, and the waker still has
     /// work to do before it switches (finish its send, maybe its
@@ -123,9 +122,12 @@ impl Local {
         let Some((from, to)) = task.parked.frames(self.ticks.get()) else {
             return;
         };
-        // The address only: the task is not dereferenced here.
-        let boxed = self.tasks.borrow().ptr(task.slot) as usize;
-        prefetch_lines(boxed, boxed + 1);
+        // The address only: the task is not dereferenced here. A hint must
+        // never panic, so a table borrowed elsewhere just skips this line.
+        if let Ok(table) = self.tasks.try_borrow() {
+            let boxed = table.ptr(task.slot) as usize;
+            prefetch_lines(boxed, boxed + 1);
+        }
         let body = task.parked.body();
         prefetch_lines(body, body + 128);
         prefetch_lines(from, to);
