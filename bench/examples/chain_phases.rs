@@ -47,16 +47,13 @@ fn main() {
         }
         std::thread::sleep(Duration::from_millis(100));
         let t1 = Instant::now();
-        chain.first.send(1).unwrap();
-        let v = chain.last.recv().unwrap();
+        let passed = chain.pass();
         let propagated = t1.elapsed();
         let t2 = Instant::now();
-        for h in chain.links {
-            h.join().expect("a chain coroutine was lost");
-        }
+        chain.join();
         let joined = t2.elapsed();
-        if v != 1 + n as u64 {
-            eprintln!("chain: got {v}, expected {}", 1 + n);
+        if let Err(got) = passed {
+            eprintln!("chain: got {got}, expected {}", 1 + n);
             std::process::exit(1);
         }
         let ms = |d: Duration| d.as_secs_f64() * 1e3;

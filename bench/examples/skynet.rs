@@ -61,14 +61,11 @@ fn swco_skynet(rt: &Runtime, leaves: u64) -> Duration {
 fn swco_chain(rt: &Runtime, n: usize) -> Duration {
     let start = Instant::now();
     let chain = spawn_chain(rt, n);
-    chain.first.send(1).unwrap();
-    let v = chain.last.recv().unwrap();
-    for h in chain.links {
-        h.join().expect("a chain coroutine was lost");
-    }
+    let passed = chain.pass();
+    chain.join();
     let took = start.elapsed();
-    if v != 1 + n as u64 {
-        eprintln!("chain: got {v}, expected {}", 1 + n);
+    if let Err(got) = passed {
+        eprintln!("chain: got {got}, expected {}", 1 + n);
         std::process::exit(1);
     }
     took

@@ -769,6 +769,40 @@ pub struct SwcoChain {
     pub links: Vec<swco::JoinHandle<()>>,
 }
 
+impl SwcoChain {
+    /// Sends 1 into the first link and waits for what leaves the last.
+    ///
+    /// # Errors
+    ///
+    /// `Err(got)` if what left the last link is not 1 plus the number of
+    /// links: a link lost or doubled a step.
+    ///
+    /// # Panics
+    ///
+    /// If a channel of the chain disconnects before the value passes.
+    pub fn pass(&self) -> Result<(), u64> {
+        self.first.send(1).expect("the first link waits");
+        let got = self.last.recv().expect("the last link sends");
+        if got == 1 + self.links.len() as u64 {
+            Ok(())
+        } else {
+            Err(got)
+        }
+    }
+
+    /// Joins every link.
+    ///
+    /// # Panics
+    ///
+    /// If a link was lost (it panicked, or its runtime refused or
+    /// cancelled it).
+    pub fn join(self) {
+        for link in self.links {
+            link.join().expect("a chain coroutine was lost");
+        }
+    }
+}
+
 /// Spawns `n` coroutines on `rt` (placed by its policy), each blocked in
 /// `recv` on its left channel, sending one more than it gets to its right:
 /// the daisy chain of `skynet` and `chain_phases`, capacity-1 SPSC channels.
