@@ -14,7 +14,8 @@
 //!    macro, the `Select`'s own for a `Select`); if that try fails, or
 //!    nothing looked ready, it tries its operations once each from the same
 //!    start, and completes the first that succeeds; a disconnected channel
-//!    counts as ready (`look` says why it looks first);
+//!    counts as ready (`look` says why it looks first). When only one
+//!    operation looks ready, no random number is drawn: any start picks it;
 //! 2. if none succeeds (and it may block), spins a little where the park
 //!    context says that is worth it (threads, or a coroutine with nothing
 //!    else to run), like a blocking `recv`;
@@ -232,17 +233,22 @@ impl<'a, T, M: Mode, P: Protocol> RecvArm<'a, T, M, P> {
     first_try!();
 }
 
+/// Whether a receive on `chan` would not block now (plain loads: a hint).
+#[inline]
+fn recv_ready<T, M: Mode, P: Protocol>(chan: &Chan<T, M, P>) -> bool {
+    // We hold a receiver, so "disconnected" means the senders are gone:
+    // one flag to load, not both.
+    let waiting = match chan.zero() {
+        Some(zero) => zero.has_senders(),
+        None => chan.message_at_head(),
+    };
+    waiting || chan.peers_gone(Side::Recv)
+}
+
 impl<T, M: Mode, P: Protocol> Op for RecvArm<'_, T, M, P> {
     #[inline]
     fn ready(&self) -> bool {
-        // We hold a receiver, so "disconnected" means the senders are gone:
-        // one flag to load, not both.
-        let chan = self.chan;
-        let waiting = match chan.zero() {
-            Some(zero) => zero.has_senders(),
-            None => chan.message_at_head(),
-        };
-        waiting || chan.peers_gone(Side::Recv)
+        recv_ready(self.chan)
     }
 
     #[inline]
@@ -321,8 +327,13 @@ struct SendReady<'a, T, M: Mode, P: Protocol> {
 /// Whether a send on `tx` would not block now.
 #[inline]
 fn send_ready<T, M: Mode, P: Protocol>(tx: &Sender<T, M, P>) -> bool {
+    chan_send_ready(&tx.chan)
+}
+
+/// Whether a send on `chan` would not block now (plain loads: a hint).
+#[inline]
+fn chan_send_ready<T, M: Mode, P: Protocol>(chan: &Chan<T, M, P>) -> bool {
     // We hold a sender, so "disconnected" means the receivers are gone.
-    let chan = &tx.chan;
     let room = match chan.zero() {
         Some(zero) => zero.has_receivers(),
         None => chan.room_at_tail(),
@@ -521,11 +532,37 @@ impl<'a> OpList for [Box<dyn Op + 'a>] {
     }
 }
 
+/// A channel's readiness, as a [`Select`] looks at it before trying
+/// anything: asked of the channel itself rather than of the operation, so
+/// that the look is one call per operation on a flat list, with one load
+/// fewer before the channel's words (the operation would first load its
+/// channel pointer).
+trait Probe {
+    /// Whether an operation going `kind` would not block now.
+    fn ready(&self, kind: Kind) -> bool;
+}
+
+impl<T, M: Mode, P: Protocol> Probe for Chan<T, M, P> {
+    #[inline]
+    fn ready(&self, kind: Kind) -> bool {
+        match kind {
+            Kind::Recv => recv_ready(self),
+            Kind::Send => chan_send_ready(self),
+        }
+    }
+}
+
 /// What a [`Select`] keeps where an operation was removed, so that the
 /// indices of the others stay and the list needs no `Option` (one branch
 /// less per operation looked at): never ready, never completes, waits
 /// nowhere.
 struct Removed;
+
+impl Probe for Removed {
+    fn ready(&self, _kind: Kind) -> bool {
+        false
+    }
+}
 
 impl Op for Removed {
     fn ready(&self) -> bool {
@@ -649,7 +686,21 @@ fn drive<L: OpList + ?Sized>(
     biased: bool,
     start: usize,
 ) -> Option<usize> {
-    if !biased {
+    drive_from(ops, wait, consume, biased, start, !biased)
+}
+
+/// [`drive`], with the first [`look`] only if `look_first` (a [`Select`]
+/// makes its own).
+#[inline(always)]
+fn drive_from<L: OpList + ?Sized>(
+    ops: &mut L,
+    wait: Wait,
+    consume: bool,
+    biased: bool,
+    start: usize,
+    look_first: bool,
+) -> Option<usize> {
+    if look_first {
         match look(ops, start) {
             Look::Ready(i) => {
                 if !consume || ops.get(i).is_some_and(|op| op.attempt()) {
@@ -958,6 +1009,9 @@ pub mod __private {
 pub struct Select<'a> {
     /// Removed operations are [`Removed`] stand-ins.
     ops: Vec<Box<dyn Op + 'a>>,
+    /// For each operation, its channel and the way it goes, for the first
+    /// look at readiness ([`Select::look`]); [`Removed`] for a removed one.
+    probes: Vec<(&'a (dyn Probe + 'a), Kind)>,
     /// For each operation, the endpoint it was added for and which way it
     /// goes: what [`SelectedOperation`] checks its caller's endpoint
     /// against, kept here rather than asked of the operation.
@@ -1043,6 +1097,7 @@ impl<'a> Select<'a> {
     pub fn new() -> Self {
         Select {
             ops: Vec::new(),
+            probes: Vec::new(),
             ends: Vec::new(),
             live: 0,
             biased: false,
@@ -1062,8 +1117,14 @@ impl<'a> Select<'a> {
         }
     }
 
-    fn add(&mut self, op: Box<dyn Op + 'a>, end: (*const (), Kind)) -> usize {
+    fn add(
+        &mut self,
+        op: Box<dyn Op + 'a>,
+        probe: &'a (dyn Probe + 'a),
+        end: (*const (), Kind),
+    ) -> usize {
         self.ops.push(op);
+        self.probes.push((probe, end.1));
         self.ends.push(end);
         self.live += 1;
         self.ops.len() - 1
@@ -1078,7 +1139,7 @@ impl<'a> Select<'a> {
     /// sender (a thread, coroutine, future or another select) can meet it.
     pub fn recv<T, M: Mode, P: Protocol>(&mut self, rx: &'a Receiver<T, M, P>) -> usize {
         let end = (rx as *const Receiver<T, M, P> as *const (), Kind::Recv);
-        self.add(Box::new(RecvArm::new(rx)), end)
+        self.add(Box::new(RecvArm::new(rx)), &*rx.chan, end)
     }
 
     /// Adds a send on `tx`; returns its index. It is selected when the
@@ -1086,7 +1147,7 @@ impl<'a> Select<'a> {
     /// (rendezvous) channel, when a receiver waits.
     pub fn send<T, M: Mode, P: Protocol>(&mut self, tx: &'a Sender<T, M, P>) -> usize {
         let end = (tx as *const Sender<T, M, P> as *const (), Kind::Send);
-        self.add(Box::new(SendReady { tx, ticket: None }), end)
+        self.add(Box::new(SendReady { tx, ticket: None }), &*tx.chan, end)
     }
 
     /// Removes the operation at `index` (indices of the others stay).
@@ -1099,6 +1160,7 @@ impl<'a> Select<'a> {
             "no operation has the specified index"
         );
         self.ops[index] = Box::new(Removed);
+        self.probes[index].0 = &Removed;
         self.live -= 1;
     }
 
@@ -1130,10 +1192,51 @@ impl<'a> Select<'a> {
         ((u64::from(x) * n as u64) >> 32) as usize
     }
 
+    /// The first look at readiness ([`look`]'s, made from the flat list of
+    /// probes): the first ready operation from a random start, drawing no
+    /// random number when only one is ready (any start picks it).
     #[inline]
-    fn run(&mut self, wait: Wait, consume: bool) -> Option<usize> {
+    fn look(&mut self) -> Look {
+        let n = self.probes.len();
+        if self.biased || cfg!(loom) || !(2..=64).contains(&n) {
+            return Look::Skipped;
+        }
+        let ready = self
+            .probes
+            .iter()
+            .enumerate()
+            .fold(0u64, |bits, (i, (probe, kind))| {
+                bits | u64::from(probe.ready(*kind)) << i
+            });
+        if ready & ready.wrapping_sub(1) == 0 {
+            // None or one ready: no choice to make.
+            return match ready {
+                0 => Look::NoneReady,
+                _ => Look::Ready(ready.trailing_zeros() as usize),
+            };
+        }
         let start = self.first_op();
-        drive(&mut self.ops[..], wait, consume, self.biased, start)
+        match first_ready(ready, n, start) {
+            Some(i) => Look::Ready(i),
+            None => Look::NoneReady,
+        }
+    }
+
+    #[inline(always)]
+    fn run(&mut self, wait: Wait, consume: bool) -> Option<usize> {
+        let look = self.look();
+        match look {
+            Look::Ready(i) => {
+                if !consume || self.ops[i].attempt() {
+                    return Some(i);
+                }
+            }
+            Look::NoneReady if !consume && matches!(wait, Wait::Now) => return None,
+            Look::NoneReady | Look::Skipped => {}
+        }
+        let start = self.first_op();
+        let biased = self.biased;
+        drive_from(&mut self.ops[..], wait, consume, biased, start, false)
     }
 
     /// Selects an operation that is ready now, if there is one.
