@@ -416,7 +416,28 @@ impl<T, L: RawLock> Rendezvous<T, L> {
     ) -> Arrival<T> {
         let wait = match waker {
             Some(make_waker) => Wait::Shared(make_waker),
-            None => Wait::No,
+            None => {
+                // A try that finds no peer queued changes nothing, so it
+                // need not take the lock to say so: every blocking `recv`
+                // or `send` tries first, and on a ping-pong that try fails
+                // on every hop. The mirror may lag a peer that is queuing
+                // just now; the try then takes effect before that peer
+                // queued, and a caller that goes on to wait arrives again
+                // under the lock (and a select re-checks after its fence,
+                // or is notified: `Chan::zero_queued`).
+                let peers_waiting = match side {
+                    Side::Send => self.has_receivers(),
+                    Side::Recv => self.has_senders(),
+                };
+                if !peers_waiting {
+                    return if other_gone() {
+                        Arrival::Disconnected(msg)
+                    } else {
+                        Arrival::Nobody(msg)
+                    };
+                }
+                Wait::No
+            }
         };
         self.arrive_at(side, msg, wait, other_gone, false)
     }
