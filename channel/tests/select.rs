@@ -766,7 +766,7 @@ fn select_struct_is_fair_between_ready_channels() {
 /// slots `[A, removed, B, idle, idle]` the start 0 picks A, 1 and 2 pick B,
 /// and 3 and 4 wrap round to A. Checks the look-before-try shortcut's bit
 /// arithmetic, the wrap included, and that it never picks an operation
-/// that is not ready.
+/// that is not ready, nor a removed one whose channel holds a message.
 #[test]
 fn select_takes_the_first_ready_operation_from_a_random_start() {
     const N: usize = 20_000;
@@ -774,7 +774,7 @@ fn select_takes_the_first_ready_operation_from_a_random_start() {
     let mut sel = Select::new();
     let idx: Vec<usize> = chans.iter().map(|(_, rx)| sel.recv(rx)).collect();
     sel.remove(idx[1]);
-    for k in [0, 2] {
+    for k in [0, 1, 2] {
         chans[k].0.send(k).unwrap();
     }
     let mut counts = [0usize; 5];
@@ -803,6 +803,8 @@ fn select_takes_the_first_ready_operation_from_a_random_start() {
         "ready picked an idle operation: {seen:?}"
     );
     assert!((seen[0] as f64 / N as f64 - 0.6).abs() < 0.05, "{seen:?}");
+    // The removed operation's message is still in its channel.
+    assert_eq!(chans[1].1.try_recv(), Ok(1));
 }
 
 /// The macro's first try (statically dispatched, see `FirstTry`) makes the
