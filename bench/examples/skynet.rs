@@ -4,8 +4,10 @@
 //! thread, one blocking hand-off each) and a ping-pong of 200 000 round
 //! trips through two zero-capacity (rendezvous) channels between two
 //! coroutines on one executor, beside the same programs in Go
-//! (`bench/go/*.go`, run with `go run` when `go` is on the `PATH`; the
-//! ping-pong with `GOMAXPROCS=1`), in the same run; then 200 000 coroutines
+//! (`bench/go/*.go`, built with `go build` when `go` is on the `PATH`; the
+//! ping-pong run with `GOMAXPROCS=1`), in the same run and alternating
+//! with swco run by run, so that this host's swings in speed fall on both;
+//! then 200 000 coroutines
 //! blocked at once (each in `recv` on its own channel, 16 KiB stacks), all
 //! released, with the peak resident set.
 //!
@@ -17,8 +19,10 @@
 //! `join` must succeed; the chain must deliver `N + 1`; the ping-pong's sum
 //! must be `N(N+1)/2`. A wrong sum or a dropped coroutine is a failure (exit
 //! code 1), not a figure. Prints the median of R runs per system, the ratio
-//! swco/Go, and this process's peak resident set (VmHWM), which covers swco
-//! only (Go runs in its own process).
+//! of the medians swco/Go with the range of the rounds' own ratios (each
+//! swco run over the Go run right after it), and this process's peak
+//! resident set (VmHWM), which covers swco only (Go runs in its own
+//! process).
 
 use std::path::Path;
 use std::process::Command;
@@ -148,43 +152,105 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
-/// Runs `bench/go/<program>.go` with `args`; its lines are
-/// `<name> <result> <milliseconds>`. Checks every result against
-/// `expected`. `None` when Go is not installed.
-fn go_runs(
-    program: &str,
-    args: &[String],
-    env: &[(&str, &str)],
-    expected: u64,
-) -> Option<Vec<Duration>> {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("go/{program}.go"));
-    let out = Command::new("go")
-        .envs(env.iter().copied())
-        .arg("run")
-        .arg(&source)
-        .args(args)
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        eprintln!(
-            "go run {program}: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-        return None;
+/// A Go peer, `bench/go/<program>.go`, built once (`go build`) so that
+/// its runs can alternate with swco's, one by one.
+struct GoPeer {
+    program: &'static str,
+    binary: std::path::PathBuf,
+    env: &'static [(&'static str, &'static str)],
+}
+
+impl GoPeer {
+    /// Builds the peer into `dir`; `None` (with a note) when Go is not
+    /// installed or the build fails.
+    fn build(
+        program: &'static str,
+        env: &'static [(&'static str, &'static str)],
+        dir: &Path,
+    ) -> Option<GoPeer> {
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("go/{program}.go"));
+        let binary = dir.join(program);
+        let out = Command::new("go")
+            .arg("build")
+            .arg("-o")
+            .arg(&binary)
+            .arg(&source)
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            eprintln!(
+                "go build {program}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+            return None;
+        }
+        Some(GoPeer {
+            program,
+            binary,
+            env,
+        })
     }
-    let runs = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|line| {
+
+    /// One warm run with `args`: the program runs twice (its own repetition
+    /// count), and the second run counts, as swco's runs come after a
+    /// warm-up too. Its output lines are `<name> <result> <milliseconds>`;
+    /// a result other than `expected` fails the benchmark.
+    fn run(&self, args: &[String], expected: u64) -> Option<Duration> {
+        let out = Command::new(&self.binary)
+            .envs(self.env.iter().copied())
+            .args(args)
+            .arg("2")
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            eprintln!(
+                "go {}: {}",
+                self.program,
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+            return None;
+        }
+        let mut last = None;
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
             let f: Vec<&str> = line.split_whitespace().collect();
             let result: u64 = f[1].parse().expect("a Go result");
             if result != expected {
-                eprintln!("go {program}: wrong result {result}, expected {expected}");
+                eprintln!(
+                    "go {}: wrong result {result}, expected {expected}",
+                    self.program
+                );
                 std::process::exit(1);
             }
-            Duration::from_secs_f64(f[2].parse::<f64>().expect("Go milliseconds") / 1e3)
-        })
-        .collect();
-    Some(runs)
+            last = Some(Duration::from_secs_f64(
+                f[2].parse::<f64>().expect("Go milliseconds") / 1e3,
+            ));
+        }
+        last
+    }
+}
+
+/// A warm-up run of swco (not counted), then `reps` rounds, each running
+/// swco once and then its Go peer once (if any), so that a host that
+/// speeds up or slows down during the run moves both alike; returns swco's
+/// times and Go's.
+fn alternate(
+    reps: usize,
+    mut swco: impl FnMut() -> Duration,
+    go: Option<(&GoPeer, &[String], u64)>,
+) -> (Vec<Duration>, Option<Vec<Duration>>) {
+    swco();
+    let mut ours = Vec::with_capacity(reps);
+    let mut theirs = go.map(|_| Vec::with_capacity(reps));
+    for _ in 0..reps {
+        ours.push(swco());
+        if let (Some((peer, args, expected)), Some(times)) = (go, theirs.as_mut()) {
+            match peer.run(args, expected) {
+                Some(t) => times.push(t),
+                None => theirs = None,
+            }
+        }
+    }
+    (ours, theirs)
 }
 
 fn peak_rss_mib() -> Option<f64> {
@@ -199,19 +265,29 @@ fn peak_rss_mib() -> Option<f64> {
     Some(kib / 1024.0)
 }
 
-fn report(name: &str, swco: Duration, go: Option<Vec<Duration>>) {
+/// Prints the medians and their ratio, and the range of the ratios of the
+/// rounds (swco's run over the Go run that followed it).
+fn report(name: &str, swco: &[Duration], go: Option<&[Duration]>) {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let ours = median(swco.to_vec());
     match go {
-        Some(go) => {
-            let go = median(go);
+        Some(go) if go.len() == swco.len() => {
+            let theirs = median(go.to_vec());
+            let ratios: Vec<f64> = swco
+                .iter()
+                .zip(go)
+                .map(|(a, b)| a.as_secs_f64() / b.as_secs_f64())
+                .collect();
+            let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = ratios.iter().copied().fold(0.0, f64::max);
             println!(
-                "{name:<14} swco {:>9.1} ms   Go {:>9.1} ms   swco/Go {:.2}",
-                ms(swco),
-                ms(go),
-                swco.as_secs_f64() / go.as_secs_f64()
+                "{name:<14} swco {:>9.1} ms   Go {:>9.1} ms   swco/Go {:.2} (rounds {lo:.2}-{hi:.2})",
+                ms(ours),
+                ms(theirs),
+                ours.as_secs_f64() / theirs.as_secs_f64()
             );
         }
-        None => println!("{name:<14} swco {:>9.1} ms   (Go not installed)", ms(swco)),
+        _ => println!("{name:<14} swco {:>9.1} ms   (Go not installed)", ms(ours)),
     }
 }
 
@@ -253,35 +329,41 @@ fn main() {
         "{executors} executors, median of {reps} runs; Go with GOMAXPROCS = all cores (its default)"
     );
 
-    let sky: Vec<Duration> = (0..reps).map(|_| swco_skynet(&rt, leaves)).collect();
-    let go = go_runs(
-        "skynet",
-        &[leaves.to_string(), reps.to_string()],
-        &[],
-        leaves * (leaves - 1) / 2,
+    let dir = std::env::temp_dir().join(format!("swco-skynet-go-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let go_skynet = GoPeer::build("skynet", &[], &dir);
+    let go_chain = GoPeer::build("chain", &[], &dir);
+    let go_pingpong = GoPeer::build("pingpong", &[("GOMAXPROCS", "1")], &dir);
+
+    let args = [leaves.to_string()];
+    let (sky, go) = alternate(
+        reps,
+        || swco_skynet(&rt, leaves),
+        go_skynet
+            .as_ref()
+            .map(|p| (p, &args[..], leaves * (leaves - 1) / 2)),
     );
-    report(&format!("skynet {leaves}"), median(sky), go);
+    report(&format!("skynet {leaves}"), &sky, go.as_deref());
     let sky_rss = peak_rss_mib();
 
-    let ch: Vec<Duration> = (0..reps).map(|_| swco_chain(&rt, chain)).collect();
-    let go = go_runs(
-        "chain",
-        &[chain.to_string(), reps.to_string()],
-        &[],
-        1 + chain as u64,
+    let args = [chain.to_string()];
+    let (ch, go) = alternate(
+        reps,
+        || swco_chain(&rt, chain),
+        go_chain.as_ref().map(|p| (p, &args[..], 1 + chain as u64)),
     );
-    report(&format!("chain {chain}"), median(ch), go);
+    report(&format!("chain {chain}"), &ch, go.as_deref());
 
-    let pp: Vec<Duration> = (0..reps)
-        .map(|_| swco_rendezvous_pingpong(&rt, rounds))
-        .collect();
-    let go = go_runs(
-        "pingpong",
-        &[rounds.to_string(), reps.to_string()],
-        &[("GOMAXPROCS", "1")],
-        rounds * (rounds + 1) / 2,
+    let args = [rounds.to_string()];
+    let (pp, go) = alternate(
+        reps,
+        || swco_rendezvous_pingpong(&rt, rounds),
+        go_pingpong
+            .as_ref()
+            .map(|p| (p, &args[..], rounds * (rounds + 1) / 2)),
     );
-    report(&format!("rendezvous {rounds}"), median(pp), go);
+    report(&format!("rendezvous {rounds}"), &pp, go.as_deref());
+    let _ = std::fs::remove_dir_all(&dir);
 
     rt.shutdown();
     let stats = rt.stats().total();
