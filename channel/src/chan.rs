@@ -412,7 +412,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     /// # Safety
     /// `dst` is valid for `max` writes of `T`, outside the channel. On
     /// `Ok(k)` the first `k` hold messages the caller now owns.
-    #[inline]
+    #[inline(always)]
     pub(crate) unsafe fn try_recv_into(
         &self,
         dst: *mut T,

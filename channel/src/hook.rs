@@ -52,7 +52,8 @@
 //! hook::set_current(previous); // back to parking the OS thread
 //! ```
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::ptr::NonNull;
 use std::rc::Rc;
 use std::task::{Wake, Waker};
 use std::time::Instant;
@@ -138,8 +139,27 @@ impl Park for ThreadPark {
 }
 
 thread_local! {
+    /// The installed context: owned here, replaced only by `set_current`.
     static CURRENT: RefCell<Option<Rc<dyn Park>>> = RefCell::new(None);
     static THREAD: Rc<dyn Park> = Rc::new(ThreadPark::new());
+}
+
+// What `with_current` reads on every blocking operation: a pointer to the
+// context `CURRENT` owns, and how many `with_current` calls on this thread
+// are inside their closure (coroutines parked in a channel operation
+// included). Neither has a destructor and, outside loom (whose macro has no
+// `const` form), both are const-initialised, so reading them is a plain
+// thread-local load: no lazy initialisation, no destructor registration,
+// no `RefCell` flag.
+#[cfg(not(loom))]
+std::thread_local! {
+    static INSTALLED: Cell<Option<NonNull<dyn Park>>> = const { Cell::new(None) };
+    static USERS: Cell<usize> = const { Cell::new(0) };
+}
+#[cfg(loom)]
+thread_local! {
+    static INSTALLED: Cell<Option<NonNull<dyn Park>>> = Cell::new(None);
+    static USERS: Cell<usize> = Cell::new(0);
 }
 
 /// Installs `hook` as this thread's park context and returns the previous
@@ -154,12 +174,12 @@ thread_local! {
 // may be ignored (as `HashMap::insert`'s old value may).
 #[allow(clippy::must_use_candidate)]
 pub fn set_current(hook: Option<Rc<dyn Park>>) -> Option<Rc<dyn Park>> {
-    CURRENT.with(|c| {
-        let mut current = c
-            .try_borrow_mut()
-            .expect("swco: hook::set_current while a blocking operation is parked on this thread");
-        std::mem::replace(&mut *current, hook)
-    })
+    assert!(
+        USERS.with(Cell::get) == 0,
+        "swco: hook::set_current while a blocking operation is parked on this thread"
+    );
+    INSTALLED.with(|i| i.set(hook.as_deref().map(NonNull::from)));
+    CURRENT.with(|c| std::mem::replace(&mut *c.borrow_mut(), hook))
 }
 
 /// For executors: goes on with an unwinding (a cancellation) that a
@@ -196,21 +216,79 @@ pub fn with_current<R>(f: impl FnOnce(&dyn Park) -> R) -> R {
     // A cancellation that a rendezvous receive put off (it had been handed
     // its message) goes on now, before this thread blocks again.
     crate::rendezvous::rethrow_deferred();
-    CURRENT.with(|c| {
-        // A shared borrow, held across `f`: other contexts of this thread
-        // (coroutines) may borrow too, but nobody may replace the context.
-        let installed = c.borrow();
-        let thread;
-        let park = match installed.as_deref() {
-            Some(park) => park,
-            None => {
-                // No context installed: a plain thread, about to make a
-                // system call to park. One clone does not matter there.
-                thread = THREAD.with(Rc::clone);
-                &*thread
-            }
-        };
-        // One call site, so that `f` can be inlined here.
-        f(park)
-    })
+    /// Counts a `with_current` out, also when `f` unwinds.
+    struct Using;
+    impl Drop for Using {
+        #[inline]
+        fn drop(&mut self) {
+            USERS.with(|u| u.set(u.get() - 1));
+        }
+    }
+    let thread;
+    let park = match INSTALLED.with(Cell::get) {
+        // SAFETY: `INSTALLED` points at the context `CURRENT` owns (both
+        // are set together, by `set_current` alone), and `set_current`
+        // refuses to replace it while `USERS` is not zero: we count
+        // ourselves in below, before `f` runs, and out when it returns or
+        // unwinds, so the context outlives our use of it. The pointer is
+        // used on this thread only (thread-locals), as the `Rc` is.
+        Some(installed) => unsafe { &*installed.as_ptr() },
+        None => {
+            // No context installed: a plain thread, about to make a system
+            // call to park. One clone does not matter there.
+            thread = THREAD.with(Rc::clone);
+            &*thread
+        }
+    };
+    USERS.with(|u| u.set(u.get() + 1));
+    let _using = Using;
+    // One call site, so that `f` can be inlined here.
+    f(park)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+
+    /// A context that records that it was used.
+    struct Marker(Cell<u32>);
+
+    impl Park for Marker {
+        fn waker(&self) -> Waker {
+            THREAD.with(|t| t.waker())
+        }
+        fn park(&self, _deadline: Option<Instant>) {
+            self.0.set(self.0.get() + 1);
+        }
+    }
+
+    /// `with_current` hands out the installed context; replacing it from
+    /// inside (a parked operation still using it) panics, and leaves it
+    /// installed; once every user is out, even by unwinding, it can be
+    /// replaced, and the thread's own parker comes back.
+    #[test]
+    fn the_installed_context_outlives_its_users() {
+        let marker = Rc::new(Marker(Cell::new(0)));
+        assert!(set_current(Some(marker.clone())).is_none());
+        with_current(|park| park.park(None));
+        assert_eq!(marker.0.get(), 1, "the installed context was not used");
+
+        let replaced = catch_unwind(AssertUnwindSafe(|| {
+            with_current(|_| set_current(None));
+        }));
+        assert!(replaced.is_err(), "replaced while a user was inside");
+        with_current(|park| park.park(None));
+        assert_eq!(marker.0.get(), 2, "the context did not stay installed");
+
+        let unwound = catch_unwind(AssertUnwindSafe(|| {
+            with_current(|_| panic!("a user unwinds"));
+        }));
+        assert!(unwound.is_err());
+        let previous = set_current(None).expect("the context was installed");
+        let marker_dyn: Rc<dyn Park> = marker.clone();
+        assert!(Rc::ptr_eq(&previous, &marker_dyn));
+        with_current(|park| assert!(park.spin_before_park(), "not the thread's parker"));
+        assert_eq!(marker.0.get(), 2);
+    }
 }
