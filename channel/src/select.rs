@@ -251,7 +251,9 @@ impl<T, M: Mode, P: Protocol> Op for RecvArm<'_, T, M, P> {
         recv_ready(self.chan)
     }
 
-    #[inline]
+    // Always: the macro's first try (`try_now`) calls it statically, and a
+    // call there costs the try a frame of its own.
+    #[inline(always)]
     fn attempt(&mut self) -> bool {
         debug_assert!(self.result.is_none());
         match self.chan.try_recv() {
