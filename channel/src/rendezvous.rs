@@ -294,6 +294,7 @@ impl<T> Entry<T> {
     /// After the lock: wakes the owner of the packet settled as `state`,
     /// then lets a framed packet go. A waker that panics still lets it go,
     /// and the panic goes on (to be deferred or re-thrown by the caller).
+    #[inline]
     fn wake(self, state: usize) {
         struct Release<'a>(&'a UpdtCell, usize);
         impl Drop for Release<'_> {
