@@ -44,7 +44,7 @@ impl Cursor for CasCursor {
         self.pos.fetch_add(0, Ordering::SeqCst)
     }
 
-    #[inline]
+    #[inline(always)]
     fn claim_run<T>(
         &self,
         ring: &Ring<T>,
