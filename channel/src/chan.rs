@@ -234,7 +234,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     /// caller must forget its copies, then call
     /// [`wake_receivers(k)`](Chan::wake_receivers). The rest, and all of them
     /// on `Err` or if this unwinds, are still the caller's.
-    #[inline]
+    #[inline(always)]
     pub(crate) unsafe fn try_send_run_from(
         &self,
         msgs: *const T,
