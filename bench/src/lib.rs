@@ -394,8 +394,12 @@ fn phase_ns(spans: &[Span], m: usize) -> (f64, f64, f64) {
 /// a waiting coroutine is suspended (not spinning) and a waiting thread
 /// parks: each waiter takes one token, and opening sends them all. (Not a
 /// disconnect: may's `mpmc` wakes only one blocked receiver when the last
-/// sender goes, so several waiting on a disconnect can hang.)
-fn gate<S: System>(sys: &S, waiters: usize) -> (impl FnOnce(), S::Rx) {
+/// sender goes, so several waiting on a disconnect can hang.) The opener
+/// holds the gate's sender, and the caller keeps it until every waiter has
+/// passed: with the sender dropped right after the tokens, a may receiver
+/// once got "disconnected" instead of the token waiting for it (CI,
+/// `table1 --quick`, 2026-11-25).
+fn gate<S: System>(sys: &S, waiters: usize) -> (impl Fn(), S::Rx) {
     let (tx, rx) = sys.channel(waiters.max(1));
     let open = move || (0..waiters).for_each(|_| S::send(&tx, 0));
     (open, rx)
@@ -427,7 +431,10 @@ where
         .collect();
     drop(gate);
     open();
-    joins.into_iter().map(|j| j()).collect()
+    let spans = joins.into_iter().map(|j| j()).collect();
+    // Only now: every worker has passed the gate.
+    drop(open);
+    spans
 }
 
 /// The seed paper's experiment, once: a channel holding all `n * m`
@@ -579,6 +586,8 @@ pub fn throughput<S: System>(sys: &S, pairs: usize, capacity: usize, messages: u
     open();
     let sums: Vec<u64> = joins.into_iter().map(|j| j()).collect();
     let elapsed = start.elapsed();
+    // Only now: every worker has passed the gate.
+    drop(open);
     let sent = sums.iter().step_by(2).fold(0u64, |a, s| a.wrapping_add(*s));
     let received = sums
         .iter()
