@@ -58,6 +58,7 @@
 //! receivers); see [`SelectedOperation::send`] for what that promises.
 
 use std::fmt;
+use std::ops::ControlFlow;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
@@ -233,22 +234,26 @@ impl<'a, T, M: Mode, P: Protocol> RecvArm<'a, T, M, P> {
     first_try!();
 }
 
-/// Whether a receive on `chan` would not block now (plain loads: a hint).
+/// Whether an operation of `side` on `chan` would not block now (plain
+/// loads: a hint): a receive finds a message (at zero capacity, a waiting
+/// sender), a send finds room (a waiting receiver), or the other side is
+/// gone. The operation holds an endpoint of its own side, so
+/// "disconnected" means the other side is gone: one flag to load, not both.
 #[inline]
-fn recv_ready<T, M: Mode, P: Protocol>(chan: &Chan<T, M, P>) -> bool {
-    // We hold a receiver, so "disconnected" means the senders are gone:
-    // one flag to load, not both.
-    let waiting = match chan.zero() {
-        Some(zero) => zero.has_senders(),
-        None => chan.message_at_head(),
+fn ready_on<T, M: Mode, P: Protocol>(chan: &Chan<T, M, P>, side: Side) -> bool {
+    let peer = match (chan.zero(), side) {
+        (Some(zero), Side::Recv) => zero.has_senders(),
+        (Some(zero), Side::Send) => zero.has_receivers(),
+        (None, Side::Recv) => chan.message_at_head(),
+        (None, Side::Send) => chan.room_at_tail(),
     };
-    waiting || chan.peers_gone(Side::Recv)
+    peer || chan.peers_gone(side)
 }
 
 impl<T, M: Mode, P: Protocol> Op for RecvArm<'_, T, M, P> {
     #[inline]
     fn ready(&self) -> bool {
-        recv_ready(self.chan)
+        ready_on(self.chan, Side::Recv)
     }
 
     // Always: the macro's first try (`try_now`) calls it statically, and a
@@ -329,18 +334,7 @@ struct SendReady<'a, T, M: Mode, P: Protocol> {
 /// Whether a send on `tx` would not block now.
 #[inline]
 fn send_ready<T, M: Mode, P: Protocol>(tx: &Sender<T, M, P>) -> bool {
-    chan_send_ready(&tx.chan)
-}
-
-/// Whether a send on `chan` would not block now (plain loads: a hint).
-#[inline]
-fn chan_send_ready<T, M: Mode, P: Protocol>(chan: &Chan<T, M, P>) -> bool {
-    // We hold a sender, so "disconnected" means the receivers are gone.
-    let room = match chan.zero() {
-        Some(zero) => zero.has_receivers(),
-        None => chan.room_at_tail(),
-    };
-    room || chan.peers_gone(Side::Send)
+    ready_on(&tx.chan, Side::Send)
 }
 
 macro_rules! send_waiting {
@@ -547,10 +541,11 @@ trait Probe {
 impl<T, M: Mode, P: Protocol> Probe for Chan<T, M, P> {
     #[inline]
     fn ready(&self, kind: Kind) -> bool {
-        match kind {
-            Kind::Recv => recv_ready(self),
-            Kind::Send => chan_send_ready(self),
-        }
+        let side = match kind {
+            Kind::Recv => Side::Recv,
+            Kind::Send => Side::Send,
+        };
+        ready_on(self, side)
     }
 }
 
@@ -688,32 +683,51 @@ fn drive<L: OpList + ?Sized>(
     biased: bool,
     start: usize,
 ) -> Option<usize> {
-    drive_from(ops, wait, consume, biased, start, !biased)
+    if !biased {
+        let first = look(ops, start);
+        if let ControlFlow::Break(answer) = act_on_look(ops, first, wait, consume) {
+            return answer;
+        }
+    }
+    drive_after_look(ops, wait, consume, biased, start)
 }
 
-/// [`drive`], with the first [`look`] only if `look_first` (a [`Select`]
-/// makes its own).
+/// What the first look at readiness settles: `Break` with the select's
+/// answer if the operation it picked completed (or, for a readiness probe
+/// that may not wait, if nothing looked ready); `Continue` to try them all.
+/// The macro's driver looks with [`look`], a [`Select`] with its own.
 #[inline(always)]
-fn drive_from<L: OpList + ?Sized>(
+fn act_on_look<L: OpList + ?Sized>(
+    ops: &mut L,
+    look: Look,
+    wait: Wait,
+    consume: bool,
+) -> ControlFlow<Option<usize>> {
+    match look {
+        Look::Ready(i) => {
+            if !consume || ops.get(i).is_some_and(|op| op.attempt()) {
+                return ControlFlow::Break(Some(i));
+            }
+        }
+        // A readiness probe that may not wait has its answer.
+        Look::NoneReady if !consume && matches!(wait, Wait::Now) => {
+            return ControlFlow::Break(None)
+        }
+        Look::NoneReady | Look::Skipped => {}
+    }
+    ControlFlow::Continue(())
+}
+
+/// [`drive`] after its first look: tries every operation once from `start`,
+/// then waits as `wait` allows.
+#[inline(always)]
+fn drive_after_look<L: OpList + ?Sized>(
     ops: &mut L,
     wait: Wait,
     consume: bool,
     biased: bool,
     start: usize,
-    look_first: bool,
 ) -> Option<usize> {
-    if look_first {
-        match look(ops, start) {
-            Look::Ready(i) => {
-                if !consume || ops.get(i).is_some_and(|op| op.attempt()) {
-                    return Some(i);
-                }
-            }
-            // A readiness probe that may not wait has its answer.
-            Look::NoneReady if !consume && matches!(wait, Wait::Now) => return None,
-            Look::NoneReady | Look::Skipped => {}
-        }
-    }
     if let Some(i) = scan(ops, start, consume) {
         return Some(i);
     }
@@ -1227,18 +1241,12 @@ impl<'a> Select<'a> {
     #[inline(always)]
     fn run(&mut self, wait: Wait, consume: bool) -> Option<usize> {
         let look = self.look();
-        match look {
-            Look::Ready(i) => {
-                if !consume || self.ops[i].attempt() {
-                    return Some(i);
-                }
-            }
-            Look::NoneReady if !consume && matches!(wait, Wait::Now) => return None,
-            Look::NoneReady | Look::Skipped => {}
+        if let ControlFlow::Break(answer) = act_on_look(&mut self.ops[..], look, wait, consume) {
+            return answer;
         }
         let start = self.first_op();
         let biased = self.biased;
-        drive_from(&mut self.ops[..], wait, consume, biased, start, false)
+        drive_after_look(&mut self.ops[..], wait, consume, biased, start)
     }
 
     /// Selects an operation that is ready now, if there is one.
