@@ -191,14 +191,14 @@ impl GoPeer {
         })
     }
 
-    /// One warm run with `args`: the program runs twice (its own repetition
-    /// count), and the second run counts, as swco's runs come after a
-    /// warm-up too. Its output lines are `<name> <result> <milliseconds>`;
-    /// a result other than `expected` fails the benchmark.
-    fn run(&self, args: &[String], expected: u64) -> Option<Duration> {
+    /// One warm run for the size `arg`: the program runs twice (its own
+    /// repetition count), and the second run counts, as swco's runs come
+    /// after a warm-up too. Its output lines are `<name> <result>
+    /// <milliseconds>`; a result other than `expected` fails the benchmark.
+    fn run(&self, arg: u64, expected: u64) -> Option<Duration> {
         let out = Command::new(&self.binary)
             .envs(self.env.iter().copied())
-            .args(args)
+            .arg(arg.to_string())
             .arg("2")
             .output()
             .ok()?;
@@ -230,27 +230,30 @@ impl GoPeer {
 }
 
 /// A warm-up run of swco (not counted), then `reps` rounds, each running
-/// swco once and then its Go peer once (if any), so that a host that
-/// speeds up or slows down during the run moves both alike; returns swco's
-/// times and Go's.
-fn alternate(
+/// swco once and then its Go peer once (if any, for the size `arg`, which
+/// must give `expected`), so that a host that speeds up or slows down
+/// during the run moves both alike; then the report of both.
+fn compare(
+    name: &str,
     reps: usize,
     mut swco: impl FnMut() -> Duration,
-    go: Option<(&GoPeer, &[String], u64)>,
-) -> (Vec<Duration>, Option<Vec<Duration>>) {
+    go: Option<&GoPeer>,
+    arg: u64,
+    expected: u64,
+) {
     swco();
     let mut ours = Vec::with_capacity(reps);
     let mut theirs = go.map(|_| Vec::with_capacity(reps));
     for _ in 0..reps {
         ours.push(swco());
-        if let (Some((peer, args, expected)), Some(times)) = (go, theirs.as_mut()) {
-            match peer.run(args, expected) {
+        if let (Some(peer), Some(times)) = (go, theirs.as_mut()) {
+            match peer.run(arg, expected) {
                 Some(t) => times.push(t),
                 None => theirs = None,
             }
         }
     }
-    (ours, theirs)
+    report(name, &ours, theirs.as_deref());
 }
 
 fn peak_rss_mib() -> Option<f64> {
@@ -335,34 +338,31 @@ fn main() {
     let go_chain = GoPeer::build("chain", &[], &dir);
     let go_pingpong = GoPeer::build("pingpong", &[("GOMAXPROCS", "1")], &dir);
 
-    let args = [leaves.to_string()];
-    let (sky, go) = alternate(
+    compare(
+        &format!("skynet {leaves}"),
         reps,
         || swco_skynet(&rt, leaves),
-        go_skynet
-            .as_ref()
-            .map(|p| (p, &args[..], leaves * (leaves - 1) / 2)),
+        go_skynet.as_ref(),
+        leaves,
+        leaves * (leaves - 1) / 2,
     );
-    report(&format!("skynet {leaves}"), &sky, go.as_deref());
     let sky_rss = peak_rss_mib();
-
-    let args = [chain.to_string()];
-    let (ch, go) = alternate(
+    compare(
+        &format!("chain {chain}"),
         reps,
         || swco_chain(&rt, chain),
-        go_chain.as_ref().map(|p| (p, &args[..], 1 + chain as u64)),
+        go_chain.as_ref(),
+        chain as u64,
+        1 + chain as u64,
     );
-    report(&format!("chain {chain}"), &ch, go.as_deref());
-
-    let args = [rounds.to_string()];
-    let (pp, go) = alternate(
+    compare(
+        &format!("rendezvous {rounds}"),
         reps,
         || swco_rendezvous_pingpong(&rt, rounds),
-        go_pingpong
-            .as_ref()
-            .map(|p| (p, &args[..], rounds * (rounds + 1) / 2)),
+        go_pingpong.as_ref(),
+        rounds,
+        rounds * (rounds + 1) / 2,
     );
-    report(&format!("rendezvous {rounds}"), &pp, go.as_deref());
     let _ = std::fs::remove_dir_all(&dir);
 
     rt.shutdown();
