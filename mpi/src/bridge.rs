@@ -14,6 +14,13 @@
 //! (every send is `MPI_Isend`, every receive follows a successful
 //! `MPI_Improbe`), so it keeps receiving while its own sends are pending.
 //!
+//! Hosted by a coroutine, the bridge's state is shared with the other
+//! coroutines of its executor: one that waits for a remote message runs
+//! the bridge's iterations itself ([`help`]) rather than suspending while
+//! the bridge coroutine polls. Every iteration, whoever runs it, holds the
+//! state's `RefCell` borrow throughout, so iterations never interleave; the
+//! bridge's own iterations alone run raw jobs and finalise.
+//!
 //! # Protocol (per channel = receiver rank R, user tag t, capacity C)
 //!
 //! * **Credit.** R's route starts with `free = C`. A sender on rank S that
@@ -65,7 +72,9 @@
 //!   `Ok` is never left in a queue nobody reads.
 
 use std::any::{Any, TypeId};
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::rc::{Rc, Weak};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -394,6 +403,11 @@ struct Bridge {
     shutdown: Option<spsc::Sender<()>>,
     fin_sent: bool,
     raw_jobs: Vec<RawJob>,
+    /// The last iteration did work (or is the first): the next one looks
+    /// at all local work, bell or not.
+    look_next: bool,
+    /// Idle iterations in a row, the bridge's own or its helpers'.
+    idle: u32,
 }
 
 type RawJob = (
@@ -440,12 +454,25 @@ pub(crate) fn run(cmds: mpmc::Receiver<Cmd>, bell: mpsc::Receiver<()>, ready: sp
         shutdown: None,
         fin_sent: false,
         raw_jobs: Vec::new(),
+        look_next: true,
+        idle: 0,
     };
     b.fins[rank as usize] = true;
     if ready.send(Ok((rank, size))).is_err() {
         return;
     }
-    let reply = b.serve();
+    let hosted = b.hosted;
+    let cell = Rc::new(RefCell::new(b));
+    if hosted {
+        HOSTED.with(|h| *h.borrow_mut() = Rc::downgrade(&cell));
+    }
+    let reply = serve(&cell);
+    if hosted {
+        HOSTED.with(|h| *h.borrow_mut() = Weak::new());
+    }
+    let b = Rc::into_inner(cell)
+        .expect("a helper holds the bridge only inside help()")
+        .into_inner();
     // Every rank is done: no channel traffic is left anywhere. The barrier
     // is polled, not waited on, so a bridge hosted by a coroutine does not
     // hold its executor's thread while the slowest rank catches up.
@@ -470,78 +497,146 @@ const YIELD: u32 = 4096;
 /// How long an idle bridge parks between polls of MPI.
 const PARK: Duration = Duration::from_micros(500);
 
-impl Bridge {
-    fn serve(&mut self) -> spsc::Sender<()> {
-        let mut idle = 0u32;
-        // The first iteration, and each after a park, looks at everything.
-        let mut busy_before = true;
-        // Hosted by a coroutine, the bridge shares its thread with the
-        // coroutines it serves: it yields after every iteration, so one it
-        // just woke (a delivery, a credit) runs at once instead of after
-        // the bridge's spin. A thread of its own spins first instead.
-        let hosted = self.hosted;
-        let trace = std::env::var_os("SWCO_MPI_TRACE").is_some();
-        let mut last_trace = std::time::Instant::now();
-        loop {
-            if trace && last_trace.elapsed() > Duration::from_secs(1) {
-                last_trace = std::time::Instant::now();
-                self.dump();
+/// What one bridge iteration found.
+enum Step {
+    /// It did work, or MPI brought something (`incoming`: a delivery or a
+    /// frame, which may have woken a coroutine): look at everything next
+    /// time.
+    Busy { incoming: bool },
+    /// Nothing to do.
+    Idle,
+    /// Finalised: the reply to the `Shutdown` command.
+    Done(spsc::Sender<()>),
+}
+
+thread_local! {
+    /// The bridge hosted by a coroutine of this thread's executor, for
+    /// endpoints on the same thread to run its iterations themselves
+    /// ([`help`]). Empty on every other thread.
+    static HOSTED: RefCell<Weak<RefCell<Bridge>>> = const { RefCell::new(Weak::new()) };
+}
+
+/// What a helper's iteration did.
+pub(crate) enum Helped {
+    /// Nothing.
+    Idle,
+    /// Local work only (a queued send went out, credit went back).
+    Worked,
+    /// MPI brought something: a delivery or a frame, which may have woken
+    /// a coroutine of this executor.
+    Incoming,
+}
+
+/// On the thread of a hosted bridge, runs one iteration of the bridge here,
+/// in the calling coroutine, and says what it did; `None` (having done
+/// nothing) on any other thread, or while an iteration is already under
+/// way (the bridge's own, suspended in a yield, or another helper's).
+///
+/// This is how a coroutine that waits on a remote endpoint waits when it
+/// shares the bridge's thread: it polls MPI itself, as a raw `MPI_Recv`
+/// would, instead of suspending and leaving the poll to the bridge
+/// coroutine. A message that arrives is then delivered by the coroutine
+/// that wants it, with no wake and no switch, and what it queued before
+/// waiting (a ping-pong's reply) went out at its first poll.
+fn help() -> Option<Helped> {
+    let cell = HOSTED.with(|h| h.borrow().upgrade())?;
+    let Ok(mut bridge) = cell.try_borrow_mut() else {
+        return None;
+    };
+    Some(match bridge.iterate(false) {
+        Step::Busy { incoming } => {
+            // The bridge's own loop counts idle iterations to decide when
+            // to yield its core and park: work done here is work it did.
+            bridge.idle = 0;
+            if incoming {
+                Helped::Incoming
+            } else {
+                Helped::Worked
             }
-            // Local work (commands, queued messages, consumed credit,
-            // dropped endpoints) is looked at only when there can be some:
-            // every endpoint rings the bell after it changes what the
-            // bridge serves, and the bell is emptied before the look, so a
-            // change is either seen now or rings again. Incoming MPI and
-            // the last iteration's own work (a grant banked, a frame due)
-            // also call for a look, and so does shutting down.
-            let mut rang = false;
-            while self.bell.try_recv().is_ok() {
-                rang = true;
-            }
-            let look = rang || busy_before || self.shutdown.is_some();
-            let mut busy = rang;
-            if look {
-                busy |= self.commands();
-                // What coroutines queued since the last iteration goes out
-                // first: a reply is on the wire before this iteration probes.
-                busy |= self.service_outs();
-                busy |= self.service_ins();
-            }
-            self.flush_ctrl();
-            self.pending.retain_mut(|p| !p.done());
-            // Raw jobs run after this iteration's data and control went
-            // out, so a peer waiting for them is not held up by the job.
-            for (job, reply) in std::mem::take(&mut self.raw_jobs) {
-                job(&self.raw);
-                let _ = reply.send(());
-                busy = true;
-            }
-            // Probing comes last: a delivery wakes its coroutine, and the
-            // yield that follows lets it run at once. What the probe brings
-            // (frames, credit) makes the next iteration look at everything.
-            busy |= self.incoming();
-            if self.shutdown.is_some() && self.finished() {
-                return self.shutdown.take().expect("checked");
-            }
-            busy_before = busy;
-            if busy {
-                idle = 0;
+        }
+        Step::Idle => Helped::Idle,
+        Step::Done(_) => unreachable!("only the bridge's own iteration finalises"),
+    })
+}
+
+thread_local! {
+    /// Whether a coroutine of this thread is polling as a [`Helper`].
+    static HELPING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// A waiting coroutine's turn to poll MPI on the bridge's thread (see
+/// [`help`]). One waiter at a time: a second would only poll the same
+/// queues again between the first one's polls, and hold up the coroutines
+/// their deliveries wake; it waits as it would on any other thread.
+pub(crate) struct Helper(());
+
+impl Helper {
+    /// The turn, on a hosted bridge's thread when no other coroutine has it.
+    pub(crate) fn enlist() -> Option<Helper> {
+        let hosted = HOSTED.with(|h| h.borrow().strong_count() > 0);
+        if !hosted || HELPING.with(|h| h.replace(true)) {
+            return None;
+        }
+        Some(Helper(()))
+    }
+
+    /// Runs one bridge iteration (see [`help`]); `None` if the bridge is
+    /// taken (an iteration is under way) or gone.
+    pub(crate) fn poll(&self) -> Option<Helped> {
+        help()
+    }
+}
+
+impl Drop for Helper {
+    fn drop(&mut self) {
+        HELPING.with(|h| h.set(false));
+    }
+}
+
+fn serve(cell: &RefCell<Bridge>) -> spsc::Sender<()> {
+    // Hosted by a coroutine, the bridge shares its thread with the
+    // coroutines it serves: it yields after every iteration, so one it just
+    // woke (a delivery, a credit) runs at once instead of after the
+    // bridge's spin. A thread of its own spins first instead.
+    let hosted = cell.borrow().hosted;
+    let trace = std::env::var_os("SWCO_MPI_TRACE").is_some();
+    let mut last_trace = std::time::Instant::now();
+    loop {
+        // A helper suspended inside its iteration (a yield while a closing
+        // route drains) holds the bridge: let it finish first.
+        let Ok(mut b) = cell.try_borrow_mut() else {
+            swco::yield_now();
+            continue;
+        };
+        if trace && last_trace.elapsed() > Duration::from_secs(1) {
+            last_trace = std::time::Instant::now();
+            b.dump();
+        }
+        match b.iterate(true) {
+            Step::Done(reply) => return reply,
+            Step::Busy { .. } => {
+                b.idle = 0;
+                drop(b);
                 if hosted {
                     swco::yield_now();
                 }
-            } else {
+            }
+            Step::Idle => {
                 // A runtime shutting down waits for its live coroutines,
                 // this bridge among them: finalise as a `World` drop would
                 // (nobody waits for the reply), rather than keep it waiting.
-                if hosted && self.shutdown.is_none() && swco::shutdown_requested() {
-                    self.shutdown = Some(spsc::bounded(1).0);
-                    busy_before = true;
+                if hosted && b.shutdown.is_none() && swco::shutdown_requested() {
+                    b.shutdown = Some(spsc::bounded(1).0);
+                    b.look_next = true;
                     continue;
                 }
-                idle = idle.saturating_add(1);
+                b.idle = b.idle.saturating_add(1);
+                let idle = b.idle;
                 if idle < SPIN && !hosted {
+                    drop(b);
                     std::hint::spin_loop();
                 } else if idle < SPIN + YIELD {
+                    drop(b);
                     swco::yield_now();
                     if hosted && idle > SPIN_HOSTED {
                         // Yielding to the executor alone keeps the core:
@@ -550,11 +645,68 @@ impl Bridge {
                         std::thread::yield_now();
                     }
                 } else {
-                    let _ = self.bell.recv_timeout(PARK);
-                    idle = SPIN; // after a park, yield a while again
-                    busy_before = true;
+                    // Parked with the bridge borrowed: a helper meanwhile
+                    // finds it busy and waits as it would anyway; the bell
+                    // its endpoint rings ends the park.
+                    let _ = b.bell.recv_timeout(PARK);
+                    b.idle = SPIN; // after a park, yield a while again
+                    b.look_next = true;
                 }
             }
+        }
+    }
+}
+
+impl Bridge {
+    /// One pass: local work (when there can be some), pending sends, then
+    /// MPI's incoming messages. `own` is the bridge's own iteration, which
+    /// also runs raw jobs and may finalise; a helper's ([`help`]) does
+    /// neither, as it runs inside an endpoint call.
+    fn iterate(&mut self, own: bool) -> Step {
+        // Local work (commands, queued messages, consumed credit, dropped
+        // endpoints) is looked at only when there can be some: every
+        // endpoint rings the bell after it changes what the bridge serves,
+        // and the bell is emptied before the look, so a change is either
+        // seen now or rings again. Incoming MPI and the last iteration's
+        // own work (a grant banked, a frame due) also call for a look, and
+        // so does shutting down.
+        let mut rang = false;
+        while self.bell.try_recv().is_ok() {
+            rang = true;
+        }
+        let look = rang || self.look_next || self.shutdown.is_some();
+        let mut busy = rang;
+        if look {
+            busy |= self.commands();
+            // What coroutines queued since the last iteration goes out
+            // first: a reply is on the wire before this iteration probes.
+            busy |= self.service_outs();
+            busy |= self.service_ins();
+        }
+        self.flush_ctrl();
+        self.pending.retain_mut(|p| !p.done());
+        if own {
+            // Raw jobs run after this iteration's data and control went
+            // out, so a peer waiting for them is not held up by the job.
+            for (job, reply) in std::mem::take(&mut self.raw_jobs) {
+                job(&self.raw);
+                let _ = reply.send(());
+                busy = true;
+            }
+        }
+        // Probing comes last: a delivery wakes its coroutine, and the
+        // yield that follows lets it run at once. What the probe brings
+        // (frames, credit) makes the next iteration look at everything.
+        let incoming = self.incoming();
+        busy |= incoming;
+        if own && self.shutdown.is_some() && self.finished() {
+            return Step::Done(self.shutdown.take().expect("checked"));
+        }
+        self.look_next = busy;
+        if busy {
+            Step::Busy { incoming }
+        } else {
+            Step::Idle
         }
     }
 

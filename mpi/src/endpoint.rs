@@ -52,10 +52,21 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::bridge::{Helped, Helper};
 use swco::channel::{
     mpmc, mpsc, RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError,
     TrySendError,
 };
+
+/// Most bridge iterations a waiting receive on the bridge's thread runs
+/// itself before it suspends (each polls MPI once; 64 cover a round trip
+/// several times over). A longer wait is left to the bridge coroutine,
+/// whose idle policy gives the core to other threads: a helper that polled
+/// on for hundreds of microseconds kept it from them (see the README).
+const HELP_POLLS: u32 = 64;
+/// A receive polling on the bridge's thread yields to the executor's other
+/// coroutines after this many of its polls.
+const HELP_YIELD_EVERY: u32 = 16;
 
 /// Rings the bridge awake; never blocks.
 #[derive(Clone, Debug)]
@@ -547,6 +558,54 @@ impl<T> RemoteReceiver<T> {
         }
     }
 
+    /// The next run from the bridge, waiting for it until `deadline`
+    /// (none: for ever). On the thread of a hosted bridge the wait first
+    /// polls MPI here ([`help`](crate::bridge::help)); elsewhere, or if
+    /// that brings nothing soon, it suspends the coroutine (or parks the
+    /// thread) until the bridge delivers.
+    fn wait_run(&self, deadline: Option<Instant>) -> Result<Run<T>, RecvTimeoutError> {
+        let mut polls = 0;
+        let helper = Helper::enlist();
+        while let Some(helper) = &helper {
+            match self.rx.try_recv() {
+                Ok(run) => return Ok(run),
+                Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
+                Err(TryRecvError::Empty) => {}
+            }
+            if polls == HELP_POLLS {
+                break;
+            }
+            let Some(helped) = helper.poll() else {
+                break;
+            };
+            polls += 1;
+            let woke_others = match helped {
+                Helped::Idle | Helped::Worked => false,
+                // Ours first: a delivery for this receiver needs no yield.
+                Helped::Incoming => match self.rx.try_recv() {
+                    Ok(run) => return Ok(run),
+                    Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
+                    Err(TryRecvError::Empty) => true,
+                },
+            };
+            if woke_others || polls % HELP_YIELD_EVERY == 0 {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    return Err(RecvTimeoutError::Timeout);
+                }
+                // The executor's other coroutines run meanwhile (the
+                // bridge's own loop among them), and at once when MPI
+                // brought something for another, as the bridge itself
+                // yields after such an iteration.
+                swco::yield_now();
+            }
+        }
+        drop(helper);
+        match deadline {
+            Some(d) => self.rx.recv_deadline(d),
+            None => self.rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+        }
+    }
+
     /// Hands out up to `max` pending messages into `out`; how many.
     fn hand_out_pending(&self, out: &mut Vec<T>, max: usize) -> usize {
         let mut pending = self.pending.borrow_mut();
@@ -605,7 +664,7 @@ impl<T> RemoteReceiver<T> {
             self.took_n(1);
             return Ok(m);
         }
-        match self.rx.recv()? {
+        match self.wait_run(None).map_err(|_| RecvError)? {
             Run::One(m) => {
                 self.took_n(1);
                 Ok(m)
@@ -621,7 +680,7 @@ impl<T> RemoteReceiver<T> {
 
     /// Waits at most `timeout` for a message.
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
-        self.take_one(|| self.rx.recv_timeout(timeout))
+        self.take_one(|| self.wait_run(Instant::now().checked_add(timeout)))
     }
 
     /// Waits for at least one message, then appends up to `max` of those
@@ -635,7 +694,7 @@ impl<T> RemoteReceiver<T> {
     /// [`RecvError`] once every source has closed and nothing is left;
     /// `out` is then unchanged. `max == 0` returns `Ok(0)` at once.
     pub fn recv_batch(&self, out: &mut Vec<T>, max: usize) -> Result<usize, RecvError> {
-        self.take_batch(out, max, || self.rx.recv())
+        self.take_batch(out, max, || self.wait_run(None).map_err(|_| RecvError))
     }
 
     /// Appends up to `max` of the messages here now to `out`; never waits.
@@ -662,7 +721,9 @@ impl<T> RemoteReceiver<T> {
         max: usize,
         timeout: Duration,
     ) -> Result<usize, RecvTimeoutError> {
-        self.take_batch(out, max, || self.rx.recv_timeout(timeout))
+        self.take_batch(out, max, || {
+            self.wait_run(Instant::now().checked_add(timeout))
+        })
     }
 
     /// A blocking iterator over messages, ending at disconnection.
