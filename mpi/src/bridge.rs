@@ -124,42 +124,57 @@ pub(crate) trait Pending {
 
 struct PendingSend<E: Equivalence + 'static> {
     req: Option<Request<'static, [E]>>,
-    buf: *mut [E],
+    /// The buffer MPI reads, as a `Vec`'s raw parts (pointer, length,
+    /// capacity): not a live `Vec`, which nothing may touch while MPI reads
+    /// it; it becomes one again once the request has completed.
+    buf: (*mut E, usize, usize),
 }
 
 impl<E: Equivalence + 'static> PendingSend<E> {
     /// Starts the send and queues it on `pending`, unless it completed at
     /// once (a small message goes out eagerly): then nothing is allocated
-    /// or tested again.
+    /// or tested again, and the buffer comes back for reuse.
+    #[must_use]
     fn start(
         comm: &SimpleCommunicator,
         dest: i32,
         tag: i32,
         data: Vec<E>,
         pending: &mut Vec<Box<dyn Pending>>,
-    ) {
-        let buf: *mut [E] = Box::into_raw(data.into_boxed_slice());
-        // SAFETY: `buf` comes from `Box::into_raw`, so it is valid and
-        // aligned; it is freed only in `done`/`drop`, after the request that
-        // reads it has completed, and nothing writes to it meanwhile.
-        let view: &'static [E] = unsafe { &*buf };
+    ) -> Option<Vec<E>> {
+        let mut data = std::mem::ManuallyDrop::new(data);
+        let buf = (data.as_mut_ptr(), data.len(), data.capacity());
+        // SAFETY: the slice is the `Vec`'s initialised elements, valid and
+        // aligned; the `Vec` is not used again (it is `ManuallyDrop`) until
+        // `reclaim` rebuilds it, after the request that reads the slice has
+        // completed, and nothing writes to it meanwhile.
+        let view: &'static [E] = unsafe { std::slice::from_raw_parts(buf.0, buf.1) };
         let req = comm
             .process_at_rank(dest)
             .immediate_send_with_tag(StaticScope, view, tag);
-        let mut send = PendingSend {
-            req: Some(req),
-            buf,
-        };
-        if !send.done() {
-            pending.push(Box::new(send));
+        match req.test() {
+            // SAFETY: completed, so MPI no longer reads the buffer; `buf`
+            // holds the raw parts of the `Vec` given up above, rebuilt once.
+            Ok(_) => Some(unsafe { Self::reclaim(buf) }),
+            Err(req) => {
+                pending.push(Box::new(PendingSend {
+                    req: Some(req),
+                    buf,
+                }));
+                None
+            }
         }
     }
 
-    fn free(&mut self) {
-        // SAFETY: the request has completed (MPI no longer reads the
-        // buffer), `buf` came from `Box::into_raw` and is freed only here,
-        // once: `req` is `None` from now on and `free` is not called again.
-        drop(unsafe { Box::from_raw(self.buf) });
+    /// The `Vec` whose raw parts are `buf`.
+    ///
+    /// # Safety
+    ///
+    /// `buf` is the raw parts of a `Vec<E>` given up with `ManuallyDrop`,
+    /// no request reads it any more, and it is rebuilt only once.
+    unsafe fn reclaim(buf: (*mut E, usize, usize)) -> Vec<E> {
+        // SAFETY: as the caller promises.
+        unsafe { Vec::from_raw_parts(buf.0, buf.1, buf.2) }
     }
 }
 
@@ -169,7 +184,9 @@ impl<E: Equivalence + 'static> Pending for PendingSend<E> {
             None => true,
             Some(req) => match req.test() {
                 Ok(_) => {
-                    self.free();
+                    // SAFETY: the request completed; `req` is `None` from
+                    // now on, so neither `done` nor `drop` rebuilds it again.
+                    drop(unsafe { Self::reclaim(self.buf) });
                     true
                 }
                 Err(req) => {
@@ -185,7 +202,8 @@ impl<E: Equivalence + 'static> Drop for PendingSend<E> {
     fn drop(&mut self) {
         if let Some(req) = self.req.take() {
             req.wait();
-            self.free();
+            // SAFETY: the request completed; `req` was the last one left.
+            drop(unsafe { Self::reclaim(self.buf) });
         }
     }
 }
@@ -224,10 +242,15 @@ pub(crate) struct TypedOut<T> {
     pub(crate) shared: Arc<OutShared<T>>,
     pub(crate) queue: mpsc::Receiver<Run<T>>,
     pub(crate) tokens: Option<mpmc::Sender<usize>>,
+    /// An empty buffer for the next batch (see `flush`).
+    pub(crate) scratch: Vec<T>,
 }
 
 /// Most messages in one batch.
 const MAX_BATCH: usize = 4096;
+/// The largest buffer (in messages) a route keeps for its next batch: a
+/// big run's buffer is let go rather than held for ever.
+const MAX_SCRATCH: usize = 1024;
 
 impl<T: Payload> OutSource for TypedOut<T> {
     fn try_add_handle(&self) -> bool {
@@ -282,21 +305,29 @@ impl<T: Payload> OutSource for TypedOut<T> {
         discard: bool,
         pending: &mut Vec<Box<dyn Pending>>,
     ) -> bool {
+        let Ok(first) = self.queue.try_recv() else {
+            return false;
+        };
         // Whole runs, until the batch holds MAX_BATCH messages or the queue
-        // is empty (a run is never split: its messages are in order).
-        let mut batch: Vec<T> = Vec::new();
+        // is empty (a run is never split: its messages are in order), in
+        // the buffer the last send that completed at once gave back.
+        let mut batch = std::mem::take(&mut self.scratch);
+        first.append_to(&mut batch);
         while batch.len() < MAX_BATCH {
             match self.queue.try_recv() {
                 Ok(run) => run.append_to(&mut batch),
                 Err(_) => break,
             }
         }
-        if batch.is_empty() {
-            return false;
-        }
-        if !discard {
+        if discard {
+            batch.clear();
+        } else {
             let wire = T::encode(batch);
-            PendingSend::<T::Wire>::start(comm, dest, data_tag(tag), wire, pending);
+            let sent = PendingSend::<T::Wire>::start(comm, dest, data_tag(tag), wire, pending);
+            batch = sent.map(T::recycle).unwrap_or_default();
+        }
+        if batch.capacity() <= MAX_SCRATCH {
+            self.scratch = batch;
         }
         true
     }
@@ -774,7 +805,13 @@ impl Bridge {
         for to in 0..self.size {
             if !self.ctrl[to as usize].is_empty() {
                 let words = std::mem::take(&mut self.ctrl[to as usize]);
-                PendingSend::<u64>::start(&self.comm, to, CTRL_TAG, words, &mut self.pending);
+                let sent =
+                    PendingSend::<u64>::start(&self.comm, to, CTRL_TAG, words, &mut self.pending);
+                // The buffer back, for the next frames to this rank.
+                if let Some(mut words) = sent {
+                    words.clear();
+                    self.ctrl[to as usize] = words;
+                }
             }
         }
     }

@@ -90,6 +90,13 @@ pub trait Payload: Send + Sized + 'static {
     /// Decodes a batch into its messages, in order.
     #[doc(hidden)]
     fn decode(wire: Vec<Self::Wire>) -> Vec<Self>;
+    /// An empty batch buffer made from a sent batch's `wire`, when the
+    /// encoding lets it be reused (the default lets it go).
+    #[doc(hidden)]
+    fn recycle(wire: Vec<Self::Wire>) -> Vec<Self> {
+        drop(wire);
+        Vec::new()
+    }
 }
 
 /// A plain type sent as its own MPI datatype: every primitive with an
@@ -111,6 +118,10 @@ impl<T: Typed> Payload for T {
         batch
     }
     fn decode(wire: Vec<T>) -> Vec<T> {
+        wire
+    }
+    fn recycle(mut wire: Vec<T>) -> Vec<T> {
+        wire.clear();
         wire
     }
 }

@@ -270,6 +270,7 @@ impl World {
             shared: shared.clone(),
             queue: q_rx,
             tokens: Some(tok_tx),
+            scratch: Vec::new(),
         });
         let (reply_tx, reply_rx) = spsc::bounded(1);
         self.command(Cmd::OpenSender {
