@@ -86,6 +86,7 @@ use mpi::traits::*;
 use swco::channel::{mpmc, mpsc, spsc};
 
 use crate::endpoint::{InShared, OutShared, Run};
+use crate::posted::{Posted, CTRL_CAP, DATA_CAP};
 use crate::wire::{data_tag, user_tag, Kind, Payload, CTRL_TAG, FRAME};
 
 /// Work a thread or coroutine hands to the bridge.
@@ -227,7 +228,9 @@ pub(crate) trait OutSource: Send {
     fn push_tokens(&mut self, bank: &mut usize);
     /// Takes idle credit back: the grants in the token channel and `spare`.
     fn take_tokens(&mut self) -> usize;
-    /// Sends what is queued as one batch (or discards it); true if anything was queued.
+    /// Sends what is queued, as one batch or (a long posted one) several
+    /// in order, or discards it. `None` if nothing was queued, else the
+    /// number of MPI messages sent (0 when discarding).
     fn flush(
         &mut self,
         comm: &SimpleCommunicator,
@@ -235,7 +238,7 @@ pub(crate) trait OutSource: Send {
         tag: u16,
         discard: bool,
         pending: &mut Vec<Box<dyn Pending>>,
-    ) -> bool;
+    ) -> Option<u64>;
 }
 
 pub(crate) struct TypedOut<T> {
@@ -246,8 +249,9 @@ pub(crate) struct TypedOut<T> {
     pub(crate) scratch: Vec<T>,
 }
 
-/// Most messages in one batch.
-const MAX_BATCH: usize = 4096;
+/// Most messages gathered into one batch (then cut to `DATA_CAP` per MPI
+/// message for a posted payload).
+const MAX_BATCH: usize = DATA_CAP;
 /// The largest buffer (in messages) a route keeps for its next batch: a
 /// big run's buffer is let go rather than held for ever.
 const MAX_SCRATCH: usize = 1024;
@@ -304,13 +308,11 @@ impl<T: Payload> OutSource for TypedOut<T> {
         tag: u16,
         discard: bool,
         pending: &mut Vec<Box<dyn Pending>>,
-    ) -> bool {
-        let Ok(first) = self.queue.try_recv() else {
-            return false;
-        };
+    ) -> Option<u64> {
+        let first = self.queue.try_recv().ok()?;
         // Whole runs, until the batch holds MAX_BATCH messages or the queue
-        // is empty (a run is never split: its messages are in order), in
-        // the buffer the last send that completed at once gave back.
+        // is empty, in the buffer the last send that completed at once gave
+        // back.
         let mut batch = std::mem::take(&mut self.scratch);
         first.append_to(&mut batch);
         while batch.len() < MAX_BATCH {
@@ -319,22 +321,40 @@ impl<T: Payload> OutSource for TypedOut<T> {
                 Err(_) => break,
             }
         }
+        let mut sent = 0;
         if discard {
             batch.clear();
         } else {
+            // The receiver's posted buffer holds DATA_CAP messages: a
+            // longer batch (a long run) goes out as several, in order.
+            while T::POSTED && batch.len() > DATA_CAP {
+                let head: Vec<T> = batch.drain(..DATA_CAP).collect();
+                let wire = T::encode(head);
+                let _ = PendingSend::<T::Wire>::start(comm, dest, data_tag(tag), wire, pending);
+                sent += 1;
+            }
             let wire = T::encode(batch);
-            let sent = PendingSend::<T::Wire>::start(comm, dest, data_tag(tag), wire, pending);
-            batch = sent.map(T::recycle).unwrap_or_default();
+            let back = PendingSend::<T::Wire>::start(comm, dest, data_tag(tag), wire, pending);
+            sent += 1;
+            batch = back.map(T::recycle).unwrap_or_default();
         }
         if batch.capacity() <= MAX_SCRATCH {
             self.scratch = batch;
         }
-        true
+        Some(sent)
     }
 }
 
 /// The typed half of an incoming route, held by the bridge.
 pub(crate) trait Sink: Send {
+    /// Posts the route's receive on `mpi_tag` if its payload is posted
+    /// (typed, see `posted.rs`); false if its batches are probed instead
+    /// (byte messages).
+    fn post(&mut self, comm: &SimpleCommunicator, mpi_tag: i32) -> bool;
+    /// Tests the posted receive: if a batch arrived, delivers (or
+    /// discards) its messages, posts again, and returns its source and
+    /// how many it held.
+    fn poll(&mut self) -> Option<(i32, usize)>;
     /// Receives a probed data batch, delivering (or discarding) each
     /// message; returns how many it held.
     fn receive(&mut self, msg: Message, status: Status) -> usize;
@@ -343,25 +363,63 @@ pub(crate) trait Sink: Send {
     fn close(&mut self);
 }
 
-pub(crate) struct TypedIn<T> {
+pub(crate) struct TypedIn<T: Payload> {
     pub(crate) tx: Option<mpsc::Sender<Run<T>>>,
     pub(crate) shared: Arc<InShared>,
+    pub(crate) posted: Option<Posted<T::Wire>>,
 }
 
-impl<T: Payload> Sink for TypedIn<T> {
-    fn receive(&mut self, msg: Message, status: Status) -> usize {
-        let (wire, _) = (msg, status).matched_receive_vec::<T::Wire>();
-        let batch = T::decode(wire);
-        let n = batch.len();
-        if let (Some(tx), true) = (&self.tx, n > 0) {
+impl<T: Payload> TypedIn<T> {
+    /// Hands a batch of `n` messages to the consumer's channel (or drops it
+    /// if the receiver is gone).
+    fn deliver(&self, run: Run<T>, n: usize) {
+        if let Some(tx) = &self.tx {
             // Counted before the push, so `len()` never reads below what
             // the receiver took. Relaxed: a figure, not a hand-off.
             self.shared.delivered.fetch_add(n as u64, Ordering::Relaxed);
             // Credit guarantees room (a run holds at least one message, each
             // with credit); a dropped receiver just loses it. The whole MPI
             // batch is one channel element.
-            let r = tx.try_send(Run::of(batch));
+            let r = tx.try_send(run);
             debug_assert!(!matches!(r, Err(ref e) if e.is_full()), "credit overrun");
+        }
+    }
+}
+
+impl<T: Payload> Sink for TypedIn<T> {
+    fn post(&mut self, comm: &SimpleCommunicator, mpi_tag: i32) -> bool {
+        if T::POSTED {
+            self.posted = Some(Posted::new(comm, mpi_tag, DATA_CAP));
+        }
+        T::POSTED
+    }
+    fn poll(&mut self) -> Option<(i32, usize)> {
+        let posted = self.posted.as_mut()?;
+        let (src, run, n) = posted.test(|src, mut arrived| {
+            let n = arrived.len();
+            let run = match arrived.next() {
+                Some(first) if n == 1 => Some(Run::One(T::decode_one(first))),
+                Some(first) => {
+                    let mut wire = Vec::with_capacity(n);
+                    wire.push(first);
+                    wire.extend(arrived);
+                    Some(Run::Many(T::decode(wire)))
+                }
+                None => None,
+            };
+            (src, run, n)
+        })?;
+        if let Some(run) = run {
+            self.deliver(run, n);
+        }
+        Some((src, n))
+    }
+    fn receive(&mut self, msg: Message, status: Status) -> usize {
+        let (wire, _) = (msg, status).matched_receive_vec::<T::Wire>();
+        let batch = T::decode(wire);
+        let n = batch.len();
+        if n > 0 {
+            self.deliver(Run::of(batch), n);
         }
         n
     }
@@ -398,11 +456,31 @@ struct SrcState {
 struct InRoute {
     shared: Arc<InShared>,
     sink: Box<dyn Sink>,
+    /// Its batches are found by probing (byte messages), not by a posted
+    /// receive.
+    probed: bool,
     free: usize,
     sources: BTreeMap<i32, SrcState>,
     dead: bool,
     delivered: u64,
     consumed: u64,
+}
+
+impl InRoute {
+    /// Counts in a data batch of `n` messages from `src`.
+    fn arrived(&mut self, src: i32, n: usize) {
+        let st = self.sources.entry(src).or_default();
+        st.batches += 1;
+        st.outstanding = st.outstanding.saturating_sub(n);
+        let stats = &self.shared.stats;
+        stats.received.fetch_add(n as u64, Ordering::Relaxed);
+        stats.batches.fetch_add(1, Ordering::Relaxed);
+        if !self.dead {
+            self.delivered += n as u64;
+            let buffered = (self.delivered - self.consumed) as usize;
+            stats.max_buffered.fetch_max(buffered, Ordering::Relaxed);
+        }
+    }
 }
 
 #[derive(Default)]
@@ -439,6 +517,11 @@ struct Bridge {
     look_next: bool,
     /// Idle iterations in a row, the bridge's own or its helpers'.
     idle: u32,
+    /// The receive posted for control batches.
+    ctrl_in: Posted<u64>,
+    /// How many routes of `ins` are probed rather than posted: while there
+    /// are none, nothing calls `MPI_Improbe`.
+    probed: usize,
 }
 
 type RawJob = (
@@ -466,6 +549,7 @@ pub(crate) fn run(cmds: mpmc::Receiver<Cmd>, bell: mpsc::Receiver<()>, ready: sp
     let comm = universe.world();
     let raw = comm.duplicate();
     let (rank, size) = (comm.rank(), comm.size());
+    let ctrl_in = Posted::new(&comm, CTRL_TAG, CTRL_CAP);
     let mut b = Bridge {
         comm,
         raw,
@@ -487,6 +571,8 @@ pub(crate) fn run(cmds: mpmc::Receiver<Cmd>, bell: mpsc::Receiver<()>, ready: sp
         raw_jobs: Vec::new(),
         look_next: true,
         idle: 0,
+        ctrl_in,
+        probed: 0,
     };
     b.fins[rank as usize] = true;
     if ready.send(Ok((rank, size))).is_err() {
@@ -804,7 +890,14 @@ impl Bridge {
     fn flush_ctrl(&mut self) {
         for to in 0..self.size {
             if !self.ctrl[to as usize].is_empty() {
-                let words = std::mem::take(&mut self.ctrl[to as usize]);
+                let mut words = std::mem::take(&mut self.ctrl[to as usize]);
+                // The receiving bridge's posted buffer holds CTRL_CAP words
+                // (whole frames): longer runs of frames go out as several
+                // batches, in order.
+                while words.len() > CTRL_CAP {
+                    let head: Vec<u64> = words.drain(..CTRL_CAP).collect();
+                    let _ = PendingSend::start(&self.comm, to, CTRL_TAG, head, &mut self.pending);
+                }
                 let sent =
                     PendingSend::<u64>::start(&self.comm, to, CTRL_TAG, words, &mut self.pending);
                 // The buffer back, for the next frames to this rank.
@@ -896,6 +989,7 @@ impl Bridge {
             free: shared.capacity,
             shared,
             sink,
+            probed: false,
             sources: sources.iter().map(|&s| (s, SrcState::default())).collect(),
             dead: false,
             delivered: 0,
@@ -917,6 +1011,10 @@ impl Bridge {
                 st.close_batches = Some(0);
             }
         }
+        // Posted before this iteration's probe: a batch already waiting in
+        // MPI's unexpected queue is matched by the new receive.
+        route.probed = !route.sink.post(&self.comm, data_tag(tag));
+        self.probed += usize::from(route.probed);
         self.ins.insert(tag, route);
         Ok(())
     }
@@ -925,6 +1023,37 @@ impl Bridge {
 
     fn incoming(&mut self) -> bool {
         let mut any = false;
+        // Data into posted receives. A route's receive is posted again as
+        // soon as its batch is out, before anything is probed (`posted.rs`).
+        for route in self.ins.values_mut() {
+            let Some((src, n)) = route.sink.poll() else {
+                continue;
+            };
+            any = true;
+            route.arrived(src, n);
+            if self.hosted {
+                // The consumer this may have woken shares the thread: it
+                // runs at the yield after this iteration, before another
+                // poll holds it up.
+                break;
+            }
+        }
+        // Control batches, in order from each rank.
+        for _ in 0..256 {
+            let Some((src, words)) = self
+                .ctrl_in
+                .test(|src, words| (src, words.collect::<Vec<_>>()))
+            else {
+                break;
+            };
+            any = true;
+            self.frames_from(src, &words);
+        }
+        // Byte messages are probed, and so is anything else nobody posted
+        // for (by the protocol, nothing).
+        if self.probed == 0 {
+            return any;
+        }
         for _ in 0..256 {
             let Some((msg, status)) = self.comm.any_process().immediate_matched_probe() else {
                 break;
@@ -934,28 +1063,11 @@ impl Bridge {
             let tag = status.tag();
             if tag == CTRL_TAG {
                 let (words, _) = (msg, status).matched_receive_vec::<u64>();
-                for f in words.chunks_exact(FRAME) {
-                    if let Some(kind) = Kind::from_u64(f[0]) {
-                        self.control(src, kind, f[1] as u16, f[2]);
-                    }
-                }
+                self.frames_from(src, &words);
             } else if let Some(route) = user_tag(tag).and_then(|t| self.ins.get_mut(&t)) {
                 let n = route.sink.receive(msg, status);
-                let st = route.sources.entry(src).or_default();
-                st.batches += 1;
-                st.outstanding = st.outstanding.saturating_sub(n);
-                let stats = &route.shared.stats;
-                stats.received.fetch_add(n as u64, Ordering::Relaxed);
-                stats.batches.fetch_add(1, Ordering::Relaxed);
-                if !route.dead {
-                    route.delivered += n as u64;
-                    let buffered = (route.delivered - route.consumed) as usize;
-                    stats.max_buffered.fetch_max(buffered, Ordering::Relaxed);
-                }
+                route.arrived(src, n);
                 if self.hosted {
-                    // The consumer this may have woken shares the thread:
-                    // it runs at the yield after this iteration, before
-                    // another probe (a few hundred ns) holds it up.
                     break;
                 }
             } else {
@@ -969,6 +1081,15 @@ impl Bridge {
             }
         }
         any
+    }
+
+    /// Acts on a control batch from `src`.
+    fn frames_from(&mut self, src: i32, words: &[u64]) {
+        for f in words.chunks_exact(FRAME) {
+            if let Some(kind) = Kind::from_u64(f[0]) {
+                self.control(src, kind, f[1] as u16, f[2]);
+            }
+        }
     }
 
     fn control(&mut self, src: i32, kind: Kind, tag: u16, value: u64) {
@@ -1139,7 +1260,11 @@ impl Bridge {
             }
         }
         for tag in retire {
-            self.ins.remove(&tag);
+            // Dropping the route cancels its posted receive: every source
+            // has closed, so no batch can still come.
+            if let Some(route) = self.ins.remove(&tag) {
+                self.probed -= usize::from(route.probed);
+            }
             self.retired.insert(tag);
         }
         for (to, kind, tag, v) in frames {
@@ -1166,13 +1291,12 @@ impl Bridge {
             // After GONE, what is queued is discarded (the receiver is
             // gone); when closing, it still goes out: it holds credit.
             let discard = r.gone && !closing;
-            if r.src
+            if let Some(sent) = r
+                .src
                 .flush(&self.comm, dest, tag, discard, &mut self.pending)
             {
                 any = true;
-                if !discard {
-                    r.batches += 1;
-                }
+                r.batches += sent;
             }
             if closing {
                 // A sender that saw the route open may still be pushing:
@@ -1180,8 +1304,10 @@ impl Bridge {
                 // loop empties the queue), then once more.
                 loop {
                     let quiet = r.src.quiet();
-                    while r.src.flush(&self.comm, dest, tag, false, &mut self.pending) {
-                        r.batches += 1;
+                    while let Some(sent) =
+                        r.src.flush(&self.comm, dest, tag, false, &mut self.pending)
+                    {
+                        r.batches += sent;
                     }
                     if quiet {
                         break;

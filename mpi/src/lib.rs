@@ -25,6 +25,7 @@
 
 mod bridge;
 mod endpoint;
+mod posted;
 mod wire;
 mod world;
 

@@ -90,6 +90,16 @@ pub trait Payload: Send + Sized + 'static {
     /// Decodes a batch into its messages, in order.
     #[doc(hidden)]
     fn decode(wire: Vec<Self::Wire>) -> Vec<Self>;
+    /// Whether every message is one wire element, so that a batch of
+    /// bounded length has a bounded size and the receiving bridge can keep
+    /// a receive posted for it (`posted.rs`); byte messages are probed.
+    #[doc(hidden)]
+    const POSTED: bool = false;
+    /// Decodes a batch of one wire element (posted payloads).
+    #[doc(hidden)]
+    fn decode_one(wire: Self::Wire) -> Self {
+        Self::decode(vec![wire]).pop().expect("one message")
+    }
     /// An empty batch buffer made from a sent batch's `wire`, when the
     /// encoding lets it be reused (the default lets it go).
     #[doc(hidden)]
@@ -114,6 +124,10 @@ typed!(bool, f32, f64, i8, i16, i32, i64, isize, u8, u16, u32, u64, usize);
 
 impl<T: Typed> Payload for T {
     type Wire = T;
+    const POSTED: bool = true;
+    fn decode_one(wire: T) -> T {
+        wire
+    }
     fn encode(batch: Vec<T>) -> Vec<T> {
         batch
     }

@@ -335,6 +335,7 @@ impl World {
             sink: Box::new(TypedIn {
                 tx: Some(tx),
                 shared: shared.clone(),
+                posted: None,
             }),
             reply: reply_tx,
         });

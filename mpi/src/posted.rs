@@ -1,0 +1,156 @@
+//! Receives kept posted: how the bridge finds incoming batches of a
+//! bounded size.
+//!
+//! A batch whose size has a known bound (control frames; data of a
+//! [`Typed`](crate::Typed) payload, cut by its sender to [`DATA_CAP`]
+//! messages) arrives into a buffer the bridge posted for its MPI tag
+//! beforehand (`MPI_Irecv` from any source), and the bridge finds it with
+//! `MPI_Test`. Before, every batch was found with `MPI_Improbe` and then
+//! received with `MPI_Mrecv`: a poll of `MPI_Improbe` costs several times
+//! an `MPI_Test`, and a found batch costs a probe, a matched receive and an
+//! allocation where a posted one is already in place.
+//!
+//! # Invariants
+//!
+//! * One receive is posted per tag at a time, and it is posted again (or
+//!   dropped, which cancels it) right after each completion, before the
+//!   bridge probes for anything else: a batch that arrived in between waits
+//!   in MPI's unexpected queue, which the new receive matches first, so no
+//!   probe takes it and the per-(source, tag) order holds.
+//! * Nothing reads or writes the buffer while the receive is posted; the
+//!   first `count` elements are read, once, after a completion.
+//! * A [`Posted`] lives and dies on the bridge's thread, before
+//!   `MPI_Finalize`.
+
+use std::mem::MaybeUninit;
+use std::os::raw::c_void;
+
+use mpi::datatype::Equivalence;
+use mpi::ffi;
+use mpi::raw::AsRaw;
+use mpi::topology::SimpleCommunicator;
+
+/// The most messages in one data batch of a posted payload; a sender cuts
+/// longer batches.
+pub(crate) const DATA_CAP: usize = 4096;
+/// The most words in one control batch (a whole number of frames); the
+/// bridge cuts longer ones.
+pub(crate) const CTRL_CAP: usize = crate::wire::FRAME * 512;
+
+/// A receive posted on one MPI tag, from any source, into a buffer of
+/// `cap` elements of `E`.
+pub(crate) struct Posted<E: Equivalence> {
+    buf: Box<[MaybeUninit<E>]>,
+    req: ffi::MPI_Request,
+    comm: ffi::MPI_Comm,
+    tag: i32,
+}
+
+// SAFETY: a `Posted` is made, used and dropped on the bridge's thread only
+// (it is created by the bridge after the route that holds it was handed
+// over), so the raw MPI handles it holds never cross threads while live.
+unsafe impl<E: Equivalence> Send for Posted<E> {}
+
+impl<E: Equivalence> Posted<E> {
+    /// Posts a receive of up to `cap` elements on `tag` of `comm`.
+    pub(crate) fn new(comm: &SimpleCommunicator, tag: i32, cap: usize) -> Self {
+        let mut buf = Vec::with_capacity(cap);
+        buf.resize_with(cap, MaybeUninit::uninit);
+        let mut posted = Posted {
+            buf: buf.into_boxed_slice(),
+            // SAFETY: reading a constant the MPI library initialised.
+            req: unsafe { ffi::RSMPI_REQUEST_NULL },
+            comm: comm.as_raw(),
+            tag,
+        };
+        posted.post();
+        posted
+    }
+
+    fn post(&mut self) {
+        let count = i32::try_from(self.buf.len()).expect("a posted buffer fits an MPI count");
+        // SAFETY: the buffer holds `count` elements of `E`, laid out as
+        // `E`'s MPI datatype describes; nothing touches it until the
+        // request completes (`test`) or is cancelled (`drop`), and the
+        // request handle is written here and read only by those two.
+        unsafe {
+            ffi::MPI_Irecv(
+                self.buf.as_mut_ptr().cast::<c_void>(),
+                count,
+                E::equivalent_datatype().as_raw(),
+                ffi::RSMPI_ANY_SOURCE,
+                self.tag,
+                self.comm,
+                &mut self.req,
+            );
+        }
+    }
+
+    /// If a batch has arrived: hands `f` its source and its elements (an
+    /// iterator that reads each out of the buffer once), posts the receive
+    /// again, and returns what `f` returned. Elements `f` leaves unread are
+    /// forgotten, not dropped.
+    pub(crate) fn test<R>(&mut self, f: impl FnOnce(i32, Arrived<'_, E>) -> R) -> Option<R> {
+        let mut flag = 0;
+        let mut status = MaybeUninit::<ffi::MPI_Status>::uninit();
+        // SAFETY: `req` is a live request this struct posted; `flag` and
+        // `status` are out-parameters MPI writes.
+        unsafe { ffi::MPI_Test(&mut self.req, &mut flag, status.as_mut_ptr()) };
+        if flag == 0 {
+            return None;
+        }
+        // SAFETY: the request completed, so MPI filled in the status.
+        let status = unsafe { status.assume_init() };
+        let mut count = 0;
+        // SAFETY: a completed receive's status, and the datatype it used.
+        unsafe { ffi::MPI_Get_count(&status, E::equivalent_datatype().as_raw(), &mut count) };
+        let n = usize::try_from(count).unwrap_or(0).min(self.buf.len());
+        let r = f(
+            status.MPI_SOURCE,
+            Arrived {
+                slots: self.buf[..n].iter(),
+            },
+        );
+        self.post();
+        Some(r)
+    }
+}
+
+/// The elements of a completed receive, each read out of the buffer once.
+pub(crate) struct Arrived<'a, E> {
+    slots: std::slice::Iter<'a, MaybeUninit<E>>,
+}
+
+impl<E> Iterator for Arrived<'_, E> {
+    type Item = E;
+    fn next(&mut self) -> Option<E> {
+        // SAFETY: `Arrived` covers only the elements MPI wrote into a
+        // completed receive (copies of the sender's valid values, by `E`'s
+        // datatype), the buffer is not posted again until it is gone, and
+        // the slice iterator hands out each slot once.
+        self.slots
+            .next()
+            .map(|slot| unsafe { slot.assume_init_read() })
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.slots.size_hint()
+    }
+}
+
+impl<E> ExactSizeIterator for Arrived<'_, E> {}
+
+impl<E: Equivalence> Drop for Posted<E> {
+    fn drop(&mut self) {
+        // SAFETY: `req` is this struct's posted request (or null once
+        // complete). Cancelling and waiting leaves MPI holding nothing of
+        // the buffer before it is freed; a batch that completed it anyway
+        // is dropped with it (the protocol sends none to a route at this
+        // point: every source has closed).
+        unsafe {
+            if self.req != ffi::RSMPI_REQUEST_NULL {
+                ffi::MPI_Cancel(&mut self.req);
+                ffi::MPI_Wait(&mut self.req, ffi::RSMPI_STATUS_IGNORE);
+            }
+        }
+    }
+}
