@@ -75,7 +75,7 @@ use std::any::{Any, TypeId};
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::{Rc, Weak};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -88,6 +88,20 @@ use swco::channel::{mpmc, mpsc, spsc};
 use crate::endpoint::{InShared, OutShared, Run};
 use crate::posted::{Posted, CTRL_CAP, DATA_CAP};
 use crate::wire::{data_tag, user_tag, Kind, Payload, CTRL_TAG, FRAME};
+
+/// Adds `n` to a counter that only the bridge's thread writes: a plain load
+/// and store, not a locked read-modify-write. Readers elsewhere see a
+/// figure, not a hand-off (Relaxed).
+fn bump(counter: &AtomicU64, n: u64) {
+    counter.store(counter.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+}
+
+/// Raises a high-water mark that only the bridge's thread writes to `v`.
+fn raise(mark: &AtomicUsize, v: usize) {
+    if v > mark.load(Ordering::Relaxed) {
+        mark.store(v, Ordering::Relaxed);
+    }
+}
 
 /// Work a thread or coroutine hands to the bridge.
 pub(crate) enum Cmd {
@@ -376,7 +390,7 @@ impl<T: Payload> TypedIn<T> {
         if let Some(tx) = &self.tx {
             // Counted before the push, so `len()` never reads below what
             // the receiver took. Relaxed: a figure, not a hand-off.
-            self.shared.delivered.fetch_add(n as u64, Ordering::Relaxed);
+            bump(&self.shared.delivered, n as u64);
             // Credit guarantees room (a run holds at least one message, each
             // with credit); a dropped receiver just loses it. The whole MPI
             // batch is one channel element.
@@ -473,12 +487,12 @@ impl InRoute {
         st.batches += 1;
         st.outstanding = st.outstanding.saturating_sub(n);
         let stats = &self.shared.stats;
-        stats.received.fetch_add(n as u64, Ordering::Relaxed);
-        stats.batches.fetch_add(1, Ordering::Relaxed);
+        bump(&stats.received, n as u64);
+        bump(&stats.batches, 1);
         if !self.dead {
             self.delivered += n as u64;
             let buffered = (self.delivered - self.consumed) as usize;
-            stats.max_buffered.fetch_max(buffered, Ordering::Relaxed);
+            raise(&stats.max_buffered, buffered);
         }
     }
 }
@@ -519,6 +533,8 @@ struct Bridge {
     idle: u32,
     /// The receive posted for control batches.
     ctrl_in: Posted<u64>,
+    /// Iterations that polled MPI.
+    polls: u32,
     /// How many routes of `ins` are probed rather than posted: while there
     /// are none, nothing calls `MPI_Improbe`.
     probed: usize,
@@ -572,6 +588,7 @@ pub(crate) fn run(cmds: mpmc::Receiver<Cmd>, bell: mpsc::Receiver<()>, ready: sp
         look_next: true,
         idle: 0,
         ctrl_in,
+        polls: 0,
         probed: 0,
     };
     b.fins[rank as usize] = true;
@@ -674,6 +691,22 @@ fn help() -> Option<Helped> {
         Step::Idle => Helped::Idle,
         Step::Done(_) => unreachable!("only the bridge's own iteration finalises"),
     })
+}
+
+/// On the thread of a hosted bridge, when no iteration is under way: makes
+/// the bridge's next iteration look at all local work, as a rung bell
+/// would, and returns true. False elsewhere (ring the bell instead), and
+/// while the bridge is taken (an iteration under way, or the bridge
+/// parked on its bell, which a ring ends).
+pub(crate) fn look_next_here() -> bool {
+    let Some(cell) = HOSTED.with(|h| h.borrow().upgrade()) else {
+        return false;
+    };
+    let Ok(mut bridge) = cell.try_borrow_mut() else {
+        return false;
+    };
+    bridge.look_next = true;
+    true
 }
 
 thread_local! {
@@ -1038,7 +1071,14 @@ impl Bridge {
                 break;
             }
         }
-        // Control batches, in order from each rank.
+        // Control batches, in order from each rank; looked for at every
+        // fourth poll (frames carry credit and closes, which a few polls'
+        // delay does not hold up, while every test costs a pass of MPI's
+        // progress engine).
+        self.polls = self.polls.wrapping_add(1);
+        if self.polls % 4 != 0 {
+            return any;
+        }
         for _ in 0..256 {
             let Some((src, words)) = self
                 .ctrl_in
@@ -1169,7 +1209,12 @@ impl Bridge {
         let mut retire = Vec::new();
         let mut frames = Vec::new();
         for (&tag, r) in self.ins.iter_mut() {
-            let c = r.shared.consumed.swap(0, Ordering::AcqRel);
+            // A load first: most looks find nothing taken, and a swap is a
+            // locked instruction.
+            let c = match r.shared.consumed.load(Ordering::Relaxed) {
+                0 => 0,
+                _ => r.shared.consumed.swap(0, Ordering::AcqRel),
+            };
             if c > 0 {
                 any = true;
                 r.consumed += c as u64;
@@ -1217,7 +1262,7 @@ impl Bridge {
                         st.outstanding += g;
                         st.demanding = false;
                         frames.push((s, Kind::Grant, tag, g as u64));
-                        r.shared.stats.grants.fetch_add(1, Ordering::Relaxed);
+                        bump(&r.shared.stats.grants, 1);
                         any = true;
                     }
                 }
@@ -1234,7 +1279,7 @@ impl Bridge {
                             let g = std::mem::take(&mut r.free);
                             st.outstanding += g;
                             frames.push((s, Kind::Grant, tag, g as u64));
-                            r.shared.stats.grants.fetch_add(1, Ordering::Relaxed);
+                            bump(&r.shared.stats.grants, 1);
                             any = true;
                         }
                     }
@@ -1248,10 +1293,7 @@ impl Bridge {
                     }
                 }
                 let in_flight = r.shared.capacity - r.free;
-                r.shared
-                    .stats
-                    .max_in_flight
-                    .fetch_max(in_flight, Ordering::Relaxed);
+                raise(&r.shared.stats.max_in_flight, in_flight);
             }
             if r.sources.values().all(|st| st.finished) {
                 r.sink.close();

@@ -74,6 +74,13 @@ pub(crate) struct Bell(pub(crate) mpsc::Sender<()>);
 
 impl Bell {
     pub(crate) fn ring(&self) {
+        // On the thread of a hosted bridge that no iteration holds, the
+        // bridge's next iteration (this coroutine's own poll, or the bridge
+        // coroutine's) is told to look directly: no channel operation to
+        // ring, and none to empty the bell.
+        if crate::bridge::look_next_here() {
+            return;
+        }
         let _ = self.0.try_send(());
     }
 }
