@@ -369,6 +369,9 @@ pub(crate) trait Sink: Send {
     /// discards) its messages, posts again, and returns its source and
     /// how many it held.
     fn poll(&mut self) -> Option<(i32, usize)>;
+    /// Posts the route's receive again if its last completion left it
+    /// unposted (`Posted::repost`).
+    fn repost(&mut self);
     /// Receives a probed data batch, delivering (or discarding) each
     /// message; returns how many it held.
     fn receive(&mut self, msg: Message, status: Status) -> usize;
@@ -411,15 +414,10 @@ impl<T: Payload> Sink for TypedIn<T> {
         let posted = self.posted.as_mut()?;
         let (src, run, n) = posted.test(|src, mut arrived| {
             let n = arrived.len();
-            let run = match arrived.next() {
-                Some(first) if n == 1 => Some(Run::One(T::decode_one(first))),
-                Some(first) => {
-                    let mut wire = Vec::with_capacity(n);
-                    wire.push(first);
-                    wire.extend(arrived);
-                    Some(Run::Many(T::decode(wire)))
-                }
-                None => None,
+            let run = match n {
+                0 => None,
+                1 => arrived.next().map(|m| Run::One(T::decode_one(m))),
+                _ => Some(Run::Many(T::decode(arrived.into_vec()))),
             };
             (src, run, n)
         })?;
@@ -427,6 +425,11 @@ impl<T: Payload> Sink for TypedIn<T> {
             self.deliver(run, n);
         }
         Some((src, n))
+    }
+    fn repost(&mut self) {
+        if let Some(posted) = &mut self.posted {
+            posted.repost();
+        }
     }
     fn receive(&mut self, msg: Message, status: Status) -> usize {
         let (wire, _) = (msg, status).matched_receive_vec::<T::Wire>();
@@ -446,6 +449,9 @@ impl<T: Payload> Sink for TypedIn<T> {
 
 struct OutRoute {
     src: Box<dyn OutSource>,
+    /// The bridge iteration (`Bridge::iterations`) in which a sender last
+    /// sent on this route directly (`send_now`).
+    sent_direct: u64,
     any: Arc<dyn Any + Send + Sync>,
     type_id: TypeId,
     bank: usize,
@@ -533,8 +539,9 @@ struct Bridge {
     idle: u32,
     /// The receive posted for control batches.
     ctrl_in: Posted<u64>,
-    /// Iterations that polled MPI.
-    polls: u32,
+    /// Iterations run, by the bridge or its helpers, and helpers' polls of
+    /// a single route.
+    iterations: u64,
     /// How many routes of `ins` are probed rather than posted: while there
     /// are none, nothing calls `MPI_Improbe`.
     probed: usize,
@@ -588,7 +595,7 @@ pub(crate) fn run(cmds: mpmc::Receiver<Cmd>, bell: mpsc::Receiver<()>, ready: sp
         look_next: true,
         idle: 0,
         ctrl_in,
-        polls: 0,
+        iterations: 0,
         probed: 0,
     };
     b.fins[rank as usize] = true;
@@ -693,25 +700,58 @@ fn help() -> Option<Helped> {
     })
 }
 
-/// On the thread of a hosted bridge, when no iteration is under way: makes
-/// the bridge's next iteration look at all local work, as a rung bell
-/// would, and returns true. False elsewhere (ring the bell instead), and
-/// while the bridge is taken (an iteration under way, or the bridge
-/// parked on its bell, which a ring ends).
-pub(crate) fn look_next_here() -> bool {
+/// On the thread of a hosted bridge that no iteration holds: sends `msg`
+/// (which holds a credit) on the open route to (`dest`, `tag`) with an
+/// `MPI_Isend` of its own, as the bridge's next iteration would have, and
+/// counts the batch. A coroutine beside the bridge so puts its message on
+/// the wire in its own call: no queue, no bell, no look over every route.
+///
+/// Gives `msg` back (to be queued) on any other thread, while the bridge
+/// is taken, when the route is not open, is closing or lost its receiver,
+/// at shutdown, or when `queued` says the sender's earlier messages wait in
+/// the route's queue (they go first, so this one queues behind them).
+pub(crate) fn send_now<T: Payload>(dest: i32, tag: u16, msg: T, queued: bool) -> Result<(), T> {
+    // Only an answer goes out at once: the first send after this
+    // coroutine's receive found its message by polling. A sender that is
+    // not waiting for anything (a stream) has its messages batched.
+    if !REPLY_DUE.with(|r| r.replace(false)) || queued {
+        return Err(msg);
+    }
     let Some(cell) = HOSTED.with(|h| h.borrow().upgrade()) else {
-        return false;
+        return Err(msg);
     };
     let Ok(mut bridge) = cell.try_borrow_mut() else {
-        return false;
+        return Err(msg);
     };
-    bridge.look_next = true;
-    true
+    let b = &mut *bridge;
+    if b.shutdown.is_some() {
+        return Err(msg);
+    }
+    let Some(route) = b.outs.get_mut(&(dest, tag)) else {
+        return Err(msg);
+    };
+    // One direct send per route per bridge iteration (or helper's poll):
+    // a sender that sends faster than the bridge iterates has its messages
+    // batched, one MPI message per iteration, as without direct sends.
+    if route.gone || route.src.handles() == 0 || route.sent_direct == b.iterations {
+        return Err(msg);
+    }
+    route.sent_direct = b.iterations;
+    let wire = T::encode(vec![msg]);
+    let _ = PendingSend::<T::Wire>::start(&b.comm, dest, data_tag(tag), wire, &mut b.pending);
+    route.batches += 1;
+    Ok(())
 }
 
 thread_local! {
     /// Whether a coroutine of this thread is polling as a [`Helper`].
     static HELPING: Cell<bool> = const { Cell::new(false) };
+    /// A helper found its own message by polling, and no send on this
+    /// thread has come since: the next one is taken for an answer
+    /// (`send_now`). A heuristic only: if another coroutine of the thread
+    /// sends first, that send goes out directly instead, which is as
+    /// correct, just unbatched.
+    static REPLY_DUE: Cell<bool> = const { Cell::new(false) };
 }
 
 /// A waiting coroutine's turn to poll MPI on the bridge's thread (see
@@ -730,10 +770,44 @@ impl Helper {
         Some(Helper(()))
     }
 
+    /// Marks the coroutine's next send as the answer to the message this
+    /// helper just found (see `send_now`).
+    pub(crate) fn reply_due(&self) {
+        REPLY_DUE.with(|r| r.set(true));
+    }
+
     /// Runs one bridge iteration (see [`help`]); `None` if the bridge is
     /// taken (an iteration is under way) or gone.
     pub(crate) fn poll(&self) -> Option<Helped> {
         help()
+    }
+
+    /// Tests only the posted receive of the route with user tag `tag` (the
+    /// waiter's own), unless the bridge has local work to look at: then a
+    /// whole iteration. A waiter alternates these with whole iterations
+    /// (`poll`), so its own batch is found within a test or two of its
+    /// arrival while the rest of the bridge is still served every few
+    /// polls.
+    pub(crate) fn poll_route(&self, tag: u16) -> Option<Helped> {
+        let cell = HOSTED.with(|h| h.borrow().upgrade())?;
+        let mut bridge = cell.try_borrow_mut().ok()?;
+        if bridge.look_next {
+            drop(bridge);
+            return help();
+        }
+        // A poll, for `send_now`'s one direct send per route per poll.
+        bridge.iterations += 1;
+        let Some(route) = bridge.ins.get_mut(&tag) else {
+            return Some(Helped::Idle);
+        };
+        let Some((src, n)) = route.sink.poll() else {
+            return Some(Helped::Idle);
+        };
+        route.arrived(src, n);
+        // As after a whole iteration that brought something.
+        bridge.look_next = true;
+        bridge.idle = 0;
+        Some(Helped::Incoming)
     }
 }
 
@@ -813,6 +887,7 @@ impl Bridge {
     /// also runs raw jobs and may finalise; a helper's ([`help`]) does
     /// neither, as it runs inside an endpoint call.
     fn iterate(&mut self, own: bool) -> Step {
+        self.iterations += 1;
         // Local work (commands, queued messages, consumed credit, dropped
         // endpoints) is looked at only when there can be some: every
         // endpoint rings the bell after it changes what the bridge serves,
@@ -979,6 +1054,7 @@ impl Bridge {
                                 src,
                                 any: any.clone(),
                                 type_id,
+                                sent_direct: u64::MAX,
                                 bank: 0,
                                 demanding: false,
                                 gone: false,
@@ -1071,14 +1147,7 @@ impl Bridge {
                 break;
             }
         }
-        // Control batches, in order from each rank; looked for at every
-        // fourth poll (frames carry credit and closes, which a few polls'
-        // delay does not hold up, while every test costs a pass of MPI's
-        // progress engine).
-        self.polls = self.polls.wrapping_add(1);
-        if self.polls % 4 != 0 {
-            return any;
-        }
+        // Control batches, in order from each rank.
         for _ in 0..256 {
             let Some((src, words)) = self
                 .ctrl_in
@@ -1093,6 +1162,11 @@ impl Bridge {
         // for (by the protocol, nothing).
         if self.probed == 0 {
             return any;
+        }
+        // Every posted receive posted again first (see `posted.rs`).
+        self.ctrl_in.repost();
+        for route in self.ins.values_mut() {
+            route.sink.repost();
         }
         for _ in 0..256 {
             let Some((msg, status)) = self.comm.any_process().immediate_matched_probe() else {

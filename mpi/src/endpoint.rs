@@ -53,6 +53,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::bridge::{Helped, Helper};
+use crate::wire::Payload;
 use swco::channel::{
     mpmc, mpsc, RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError,
     TrySendError,
@@ -74,13 +75,6 @@ pub(crate) struct Bell(pub(crate) mpsc::Sender<()>);
 
 impl Bell {
     pub(crate) fn ring(&self) {
-        // On the thread of a hosted bridge that no iteration holds, the
-        // bridge's next iteration (this coroutine's own poll, or the bridge
-        // coroutine's) is told to look directly: no channel operation to
-        // ring, and none to empty the bell.
-        if crate::bridge::look_next_here() {
-            return;
-        }
         let _ = self.0.try_send(());
     }
 }
@@ -222,7 +216,7 @@ pub struct RemoteSender<T> {
     pub(crate) shared: Arc<OutShared<T>>,
 }
 
-impl<T: Send + 'static> RemoteSender<T> {
+impl<T: Payload> RemoteSender<T> {
     /// Takes credit for between 1 and `need` messages: first from the
     /// route's `spare`, then a grant from the token channel (waiting for one
     /// as `wait` says), whose unused part goes to `spare` for the route's
@@ -303,7 +297,17 @@ impl<T: Send + 'static> RemoteSender<T> {
         Ok(())
     }
 
+    /// Sends one message that holds a credit: at once, with an
+    /// `MPI_Isend` of its own, on the thread of a hosted bridge that no
+    /// iteration holds (`bridge::send_now`); else through the bridge's queue.
     fn enqueue(&self, msg: T) -> Result<(), SendError<T>> {
+        let s = &self.shared;
+        // Whatever this sender queued before (while the bridge was taken)
+        // must go first: then this one queues behind it.
+        let msg = match crate::bridge::send_now(s.dest, s.tag, msg, !s.queue.is_empty()) {
+            Ok(()) => return Ok(()),
+            Err(msg) => msg,
+        };
         self.push_run(Run::One(msg)).map_err(|run| match run {
             Run::One(m) => SendError(m),
             Run::Many(_) => unreachable!("sent one"),
@@ -582,7 +586,14 @@ impl<T> RemoteReceiver<T> {
             if polls == HELP_POLLS {
                 break;
             }
-            let Some(helped) = helper.poll() else {
+            // Every fourth poll a whole bridge iteration, the others a test
+            // of this receiver's own posted receive.
+            let helped = if polls % 4 == 0 {
+                helper.poll()
+            } else {
+                helper.poll_route(self.shared.tag)
+            };
+            let Some(helped) = helped else {
                 break;
             };
             polls += 1;
@@ -590,7 +601,12 @@ impl<T> RemoteReceiver<T> {
                 Helped::Idle | Helped::Worked => false,
                 // Ours first: a delivery for this receiver needs no yield.
                 Helped::Incoming => match self.rx.try_recv() {
-                    Ok(run) => return Ok(run),
+                    Ok(run) => {
+                        // Waited for and found by its own polling: what
+                        // this coroutine sends next is likely the answer.
+                        helper.reply_due();
+                        return Ok(run);
+                    }
                     Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
                     Err(TryRecvError::Empty) => true,
                 },

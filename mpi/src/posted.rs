@@ -12,13 +12,14 @@
 //!
 //! # Invariants
 //!
-//! * One receive is posted per tag at a time, and it is posted again (or
-//!   dropped, which cancels it) right after each completion, before the
-//!   bridge probes for anything else: a batch that arrived in between waits
+//! * One receive is posted per tag at a time. After a completion it is
+//!   posted again at its next test, and always before the bridge probes
+//!   for anything (`MPI_Improbe`): a batch that arrived in between waits
 //!   in MPI's unexpected queue, which the new receive matches first, so no
 //!   probe takes it and the per-(source, tag) order holds.
 //! * Nothing reads or writes the buffer while the receive is posted; the
-//!   first `count` elements are read, once, after a completion.
+//!   first `count` elements are read, once, after a completion and before
+//!   it is posted again.
 //! * A [`Posted`] lives and dies on the bridge's thread, before
 //!   `MPI_Finalize`.
 
@@ -42,6 +43,8 @@ pub(crate) const CTRL_CAP: usize = crate::wire::FRAME * 512;
 pub(crate) struct Posted<E: Equivalence> {
     buf: Box<[MaybeUninit<E>]>,
     req: ffi::MPI_Request,
+    /// Completed and read, not posted again yet (see [`Posted::repost`]).
+    idle: bool,
     comm: ffi::MPI_Comm,
     tag: i32,
 }
@@ -60,6 +63,7 @@ impl<E: Equivalence> Posted<E> {
             buf: buf.into_boxed_slice(),
             // SAFETY: reading a constant the MPI library initialised.
             req: unsafe { ffi::RSMPI_REQUEST_NULL },
+            idle: false,
             comm: comm.as_raw(),
             tag,
         };
@@ -86,11 +90,28 @@ impl<E: Equivalence> Posted<E> {
         }
     }
 
+    /// Posts the receive again if a completion left it unposted. The bridge
+    /// calls this for every route before it probes (`MPI_Improbe`), so no
+    /// probe takes a batch a posted receive should have.
+    pub(crate) fn repost(&mut self) {
+        if self.idle {
+            self.idle = false;
+            self.post();
+        }
+    }
+
     /// If a batch has arrived: hands `f` its source and its elements (an
-    /// iterator that reads each out of the buffer once), posts the receive
-    /// again, and returns what `f` returned. Elements `f` leaves unread are
-    /// forgotten, not dropped.
+    /// iterator that reads each out of the buffer once) and returns what
+    /// `f` returned. Elements `f` leaves unread are forgotten, not dropped.
+    ///
+    /// The receive is posted again at the next `test` (or `repost`), not
+    /// here: reposting costs about as much as the test, and done later it
+    /// is off the path from a batch's arrival to its consumer (who, in a
+    /// ping-pong, has replied before the next test). A batch that arrives
+    /// meanwhile waits in MPI's unexpected queue, which the new receive
+    /// matches first.
     pub(crate) fn test<R>(&mut self, f: impl FnOnce(i32, Arrived<'_, E>) -> R) -> Option<R> {
+        self.repost();
         let mut flag = 0;
         let mut status = MaybeUninit::<ffi::MPI_Status>::uninit();
         // SAFETY: `req` is a live request this struct posted; `flag` and
@@ -111,7 +132,7 @@ impl<E: Equivalence> Posted<E> {
                 slots: self.buf[..n].iter(),
             },
         );
-        self.post();
+        self.idle = true;
         Some(r)
     }
 }
@@ -138,6 +159,23 @@ impl<E> Iterator for Arrived<'_, E> {
 }
 
 impl<E> ExactSizeIterator for Arrived<'_, E> {}
+
+impl<E> Arrived<'_, E> {
+    /// The elements not read yet, moved into a `Vec` with one copy.
+    pub(crate) fn into_vec(self) -> Vec<E> {
+        let rest = self.slots.as_slice();
+        let mut v = Vec::with_capacity(rest.len());
+        // SAFETY: as in `next`, every slot of `rest` holds a valid `E` not
+        // read yet; the copy moves them into `v`'s spare capacity (which
+        // holds at least `rest.len()`), after which `set_len` makes them
+        // `v`'s, and `self` (consumed) reads none of them again.
+        unsafe {
+            std::ptr::copy_nonoverlapping(rest.as_ptr().cast::<E>(), v.as_mut_ptr(), rest.len());
+            v.set_len(rest.len());
+        }
+        v
+    }
+}
 
 impl<E: Equivalence> Drop for Posted<E> {
     fn drop(&mut self) {
