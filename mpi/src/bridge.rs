@@ -103,6 +103,37 @@ fn raise(mark: &AtomicUsize, v: usize) {
     }
 }
 
+/// Hashes the small integer keys of the route maps (a user tag, or a rank
+/// and a tag) with one multiply, instead of SipHash: the bridge looks a
+/// route up on every direct send and every poll of a waiter, and its keys
+/// come from the program, not from an adversary.
+type RouteHash = std::hash::BuildHasherDefault<RouteHasher>;
+
+#[derive(Default)]
+struct RouteHasher(u64);
+
+impl std::hash::Hasher for RouteHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u16(&mut self, v: u16) {
+        self.write_u64(u64::from(v));
+    }
+    fn write_i32(&mut self, v: i32) {
+        self.write_u64(u64::from(v as u32));
+    }
+    fn write_u64(&mut self, v: u64) {
+        // Fibonacci hashing: mixes the key into the high bits, which the
+        // table uses (hashbrown takes its control bits from the top).
+        self.0 = (self.0.rotate_left(16) ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// Work a thread or coroutine hands to the bridge.
 pub(crate) enum Cmd {
     OpenSender {
@@ -242,6 +273,8 @@ pub(crate) trait OutSource: Send {
     fn push_tokens(&mut self, bank: &mut usize);
     /// Takes idle credit back: the grants in the token channel and `spare`.
     fn take_tokens(&mut self) -> usize;
+    /// The typed route itself, for a direct send (`send_now`).
+    fn as_any_mut(&mut self) -> &mut dyn Any;
     /// Sends what is queued, as one batch or (a long posted one) several
     /// in order, or discards it. `None` if nothing was queued, else the
     /// number of MPI messages sent (0 when discarding).
@@ -271,6 +304,9 @@ const MAX_BATCH: usize = DATA_CAP;
 const MAX_SCRATCH: usize = 1024;
 
 impl<T: Payload> OutSource for TypedOut<T> {
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
     fn try_add_handle(&self) -> bool {
         self.shared.try_add_handle()
     }
@@ -366,9 +402,11 @@ pub(crate) trait Sink: Send {
     /// (byte messages).
     fn post(&mut self, comm: &SimpleCommunicator, mpi_tag: i32) -> bool;
     /// Tests the posted receive: if a batch arrived, delivers (or
-    /// discards) its messages, posts again, and returns its source and
-    /// how many it held.
-    fn poll(&mut self) -> Option<(i32, usize)>;
+    /// discards) its messages and returns its source and how many it held.
+    /// Delivered into `waiter` (an `Option<Run<T>>` of the route's type,
+    /// held by the receiver polling for it) if given, else into the
+    /// receiver's channel.
+    fn poll(&mut self, waiter: Option<&mut dyn Any>) -> Option<(i32, usize)>;
     /// Posts the route's receive again if its last completion left it
     /// unposted (`Posted::repost`).
     fn repost(&mut self);
@@ -410,7 +448,7 @@ impl<T: Payload> Sink for TypedIn<T> {
         }
         T::POSTED
     }
-    fn poll(&mut self) -> Option<(i32, usize)> {
+    fn poll(&mut self, waiter: Option<&mut dyn Any>) -> Option<(i32, usize)> {
         let posted = self.posted.as_mut()?;
         let (src, run, n) = posted.test(|src, mut arrived| {
             let n = arrived.len();
@@ -422,7 +460,16 @@ impl<T: Payload> Sink for TypedIn<T> {
             (src, run, n)
         })?;
         if let Some(run) = run {
-            self.deliver(run, n);
+            match waiter.and_then(|w| w.downcast_mut::<Option<Run<T>>>()) {
+                // Straight to the receiver polling for it, whose channel is
+                // empty (it looked before polling, and only the bridge, on
+                // this thread, pushes into it): no push, no pop.
+                Some(slot) if self.tx.is_some() => {
+                    bump(&self.shared.delivered, n as u64);
+                    *slot = Some(run);
+                }
+                _ => self.deliver(run, n),
+            }
         }
         Some((src, n))
     }
@@ -516,9 +563,9 @@ struct Bridge {
     size: i32,
     cmds: mpmc::Receiver<Cmd>,
     bell: mpsc::Receiver<()>,
-    outs: HashMap<(i32, u16), OutRoute>,
+    outs: HashMap<(i32, u16), OutRoute, RouteHash>,
     closed_outs: HashSet<(i32, u16)>,
-    ins: HashMap<u16, InRoute>,
+    ins: HashMap<u16, InRoute, RouteHash>,
     /// Run by a coroutine (`World::init_on`), sharing its thread with the
     /// coroutines it serves.
     hosted: bool,
@@ -580,9 +627,9 @@ pub(crate) fn run(cmds: mpmc::Receiver<Cmd>, bell: mpsc::Receiver<()>, ready: sp
         size,
         cmds,
         bell,
-        outs: HashMap::new(),
+        outs: HashMap::default(),
         closed_outs: HashSet::new(),
-        ins: HashMap::new(),
+        ins: HashMap::default(),
         hosted: swco::current_cpe().is_some(),
         retired: HashSet::new(),
         pre: HashMap::new(),
@@ -736,9 +783,24 @@ pub(crate) fn send_now<T: Payload>(dest: i32, tag: u16, msg: T, queued: bool) ->
     if route.gone || route.src.handles() == 0 || route.sent_direct == b.iterations {
         return Err(msg);
     }
+    let Some(out) = route.src.as_any_mut().downcast_mut::<TypedOut<T>>() else {
+        return Err(msg);
+    };
     route.sent_direct = b.iterations;
-    let wire = T::encode(vec![msg]);
-    let _ = PendingSend::<T::Wire>::start(&b.comm, dest, data_tag(tag), wire, &mut b.pending);
+    // In the route's spare buffer, which a send that completes at once
+    // gives back: no allocation.
+    let mut batch = std::mem::take(&mut out.scratch);
+    batch.push(msg);
+    let sent = PendingSend::<T::Wire>::start(
+        &b.comm,
+        dest,
+        data_tag(tag),
+        T::encode(batch),
+        &mut b.pending,
+    );
+    if let Some(back) = sent {
+        out.scratch = T::recycle(back);
+    }
     route.batches += 1;
     Ok(())
 }
@@ -788,7 +850,10 @@ impl Helper {
     /// (`poll`), so its own batch is found within a test or two of its
     /// arrival while the rest of the bridge is still served every few
     /// polls.
-    pub(crate) fn poll_route(&self, tag: u16) -> Option<Helped> {
+    ///
+    /// A batch for the route goes straight into `waiter` (the polling
+    /// receiver's, of the route's type), not through its channel.
+    pub(crate) fn poll_route(&self, tag: u16, waiter: &mut dyn Any) -> Option<Helped> {
         let cell = HOSTED.with(|h| h.borrow().upgrade())?;
         let mut bridge = cell.try_borrow_mut().ok()?;
         if bridge.look_next {
@@ -800,7 +865,7 @@ impl Helper {
         let Some(route) = bridge.ins.get_mut(&tag) else {
             return Some(Helped::Idle);
         };
-        let Some((src, n)) = route.sink.poll() else {
+        let Some((src, n)) = route.sink.poll(Some(waiter)) else {
             return Some(Helped::Idle);
         };
         route.arrived(src, n);
@@ -1135,7 +1200,7 @@ impl Bridge {
         // Data into posted receives. A route's receive is posted again as
         // soon as its batch is out, before anything is probed (`posted.rs`).
         for route in self.ins.values_mut() {
-            let Some((src, n)) = route.sink.poll() else {
+            let Some((src, n)) = route.sink.poll(None) else {
                 continue;
             };
             any = true;

@@ -68,6 +68,10 @@ const HELP_POLLS: u32 = 64;
 /// A receive polling on the bridge's thread yields to the executor's other
 /// coroutines after this many of its polls.
 const HELP_YIELD_EVERY: u32 = 16;
+/// A receive polling on the bridge's thread runs a whole bridge iteration
+/// (every route, control frames, pending sends, local work) once in this
+/// many polls, and tests only its own receive in the others.
+const HELP_FULL_EVERY: u32 = 16;
 
 /// Rings the bridge awake; never blocks.
 #[derive(Clone, Debug)]
@@ -559,7 +563,7 @@ pub struct RemoteReceiver<T> {
     pub(crate) taken: Cell<u64>,
 }
 
-impl<T> RemoteReceiver<T> {
+impl<T: 'static> RemoteReceiver<T> {
     /// Returns the credit of `n` messages taken (one add, one bell).
     fn took_n(&self, n: usize) {
         if n > 0 {
@@ -576,6 +580,7 @@ impl<T> RemoteReceiver<T> {
     /// thread) until the bridge delivers.
     fn wait_run(&self, deadline: Option<Instant>) -> Result<Run<T>, RecvTimeoutError> {
         let mut polls = 0;
+        let mut direct: Option<Run<T>> = None;
         let helper = Helper::enlist();
         while let Some(helper) = &helper {
             match self.rx.try_recv() {
@@ -586,12 +591,15 @@ impl<T> RemoteReceiver<T> {
             if polls == HELP_POLLS {
                 break;
             }
-            // Every fourth poll a whole bridge iteration, the others a test
-            // of this receiver's own posted receive.
-            let helped = if polls % 4 == 0 {
+            // A whole bridge iteration first (it sends what this coroutine
+            // queued, and nothing it waits for can be back yet) and every
+            // HELP_FULL_EVERY polls after; the others test only this
+            // receiver's own posted receive, so the wait is mostly short
+            // polls and an arrival is seen within one of them.
+            let helped = if polls % HELP_FULL_EVERY == 0 {
                 helper.poll()
             } else {
-                helper.poll_route(self.shared.tag)
+                helper.poll_route(self.shared.tag, &mut direct)
             };
             let Some(helped) = helped else {
                 break;
@@ -600,6 +608,10 @@ impl<T> RemoteReceiver<T> {
             let woke_others = match helped {
                 Helped::Idle | Helped::Worked => false,
                 // Ours first: a delivery for this receiver needs no yield.
+                Helped::Incoming if direct.is_some() => {
+                    helper.reply_due();
+                    return Ok(direct.take().expect("checked"));
+                }
                 Helped::Incoming => match self.rx.try_recv() {
                     Ok(run) => {
                         // Waited for and found by its own polling: what
@@ -813,14 +825,14 @@ pub struct Iter<'a, T> {
     rx: &'a RemoteReceiver<T>,
 }
 
-impl<T> Iterator for Iter<'_, T> {
+impl<T: 'static> Iterator for Iter<'_, T> {
     type Item = T;
     fn next(&mut self) -> Option<T> {
         self.rx.recv().ok()
     }
 }
 
-impl<'a, T> IntoIterator for &'a RemoteReceiver<T> {
+impl<'a, T: 'static> IntoIterator for &'a RemoteReceiver<T> {
     type Item = T;
     type IntoIter = Iter<'a, T>;
     fn into_iter(self) -> Iter<'a, T> {

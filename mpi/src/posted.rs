@@ -104,12 +104,13 @@ impl<E: Equivalence> Posted<E> {
     /// iterator that reads each out of the buffer once) and returns what
     /// `f` returned. Elements `f` leaves unread are forgotten, not dropped.
     ///
-    /// The receive is posted again at the next `test` (or `repost`), not
-    /// here: reposting costs about as much as the test, and done later it
-    /// is off the path from a batch's arrival to its consumer (who, in a
-    /// ping-pong, has replied before the next test). A batch that arrives
-    /// meanwhile waits in MPI's unexpected queue, which the new receive
-    /// matches first.
+    /// After a batch of one message, the receive is posted again at the
+    /// next `test` (or `repost`), not here: reposting costs about as much
+    /// as the test, and done later it is off the path from the message to
+    /// its consumer (who, in a ping-pong, has replied before the next
+    /// test). A batch that arrives meanwhile waits in MPI's unexpected
+    /// queue, which the new receive matches first. After a longer batch
+    /// (a stream) it is posted at once, for the next batch to land in.
     pub(crate) fn test<R>(&mut self, f: impl FnOnce(i32, Arrived<'_, E>) -> R) -> Option<R> {
         self.repost();
         let mut flag = 0;
@@ -132,7 +133,14 @@ impl<E: Equivalence> Posted<E> {
                 slots: self.buf[..n].iter(),
             },
         );
-        self.idle = true;
+        if n > 1 {
+            // A batch of several: the sender is streaming, and the next
+            // batch may be on its way; a receive posted for it saves MPI a
+            // copy through its unexpected queue.
+            self.post();
+        } else {
+            self.idle = true;
+        }
         Some(r)
     }
 }
