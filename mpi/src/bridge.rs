@@ -845,21 +845,19 @@ impl Helper {
     }
 
     /// Tests only the posted receive of the route with user tag `tag` (the
-    /// waiter's own), unless the bridge has local work to look at: then a
-    /// whole iteration. A waiter alternates these with whole iterations
-    /// (`poll`), so its own batch is found within a test or two of its
-    /// arrival while the rest of the bridge is still served every few
-    /// polls.
+    /// waiter's own). A waiter alternates these with whole iterations
+    /// (`poll`), so its own batch is found within a test of its arrival,
+    /// while the rest of the bridge (local work flagged by `look_next`
+    /// included) is served at the next whole iteration, its own or the
+    /// bridge coroutine's. Escalating to a whole iteration whenever
+    /// `look_next` was set made every wait run two of them (about 500
+    /// cycles each), and a reply that arrived during one waited for it.
     ///
     /// A batch for the route goes straight into `waiter` (the polling
     /// receiver's, of the route's type), not through its channel.
     pub(crate) fn poll_route(&self, tag: u16, waiter: &mut dyn Any) -> Option<Helped> {
         let cell = HOSTED.with(|h| h.borrow().upgrade())?;
         let mut bridge = cell.try_borrow_mut().ok()?;
-        if bridge.look_next {
-            drop(bridge);
-            return help();
-        }
         // A poll, for `send_now`'s one direct send per route per poll.
         bridge.iterations += 1;
         let Some(route) = bridge.ins.get_mut(&tag) else {
