@@ -372,6 +372,98 @@ fn batches(world: &Arc<World>) {
     rt.shutdown();
 }
 
+/// Batches longer than the receiving bridge's posted buffer: every other
+/// rank sends runs of 10 000 (more than the 4 096 messages a posted receive
+/// holds) to a receiver of capacity 12 000, so each run crosses as several
+/// MPI messages, which must arrive whole, once and in order.
+fn long_batches(world: &Arc<World>) {
+    const TAG: u16 = 90;
+    const RUN: u64 = 10_000;
+    const RUNS: u64 = 3;
+    let rt = runtime();
+    if world.rank() == 0 {
+        let rx = world.receiver::<Stamp>(Source::Others, TAG, 12_000);
+        let mut got = Vec::new();
+        while rx.recv_batch(&mut got, 5_000).is_ok() {}
+        check_streams(&got, world.size() as usize - 1, RUN * RUNS);
+        let st = rx.stats();
+        assert_eq!(st.received, got.len() as u64);
+        assert!(st.max_in_flight <= 12_000, "{st:?}");
+        // Each run of 10 000 crossed as at least three MPI messages.
+        let senders = (world.size() - 1) as u64;
+        assert!(st.batches >= senders * RUNS * 3, "runs not cut: {st:?}");
+        println!(
+            "long_batches: {} messages in {} MPI batches",
+            got.len(),
+            st.batches
+        );
+    } else {
+        let tx = world.sender::<Stamp>(0, TAG);
+        run_senders(world, &rt, tx, 1, |tx, rank, sender| {
+            for r in 0..RUNS {
+                let run: Vec<Stamp> = (r * RUN..(r + 1) * RUN)
+                    .map(|seq| Stamp { rank, sender, seq })
+                    .collect();
+                assert_eq!(tx.send_batch(run), Ok(RUN as usize));
+            }
+        });
+    }
+    rt.shutdown();
+}
+
+/// Request and reply: a coroutine on rank 0 sends each other rank in turn
+/// a number and waits for it back plus one, many times over. On a hosted
+/// bridge's executor this is the path where the waiter polls MPI itself
+/// and the reply goes out with its own `MPI_Isend`; every answer must be
+/// the right one, and nothing may be left over.
+fn ping_pong(world: &Arc<World>) {
+    const TAG: u16 = 100;
+    const TRIPS: u64 = 2_000;
+    let rt = runtime();
+    let rank = world.rank();
+    let size = world.size();
+    if rank == 0 {
+        let peers: Vec<_> = (1..size)
+            .map(|peer| {
+                (
+                    world.sender::<u64>(peer, TAG),
+                    world.receiver::<u64>(peer, TAG + peer as u16, 4),
+                )
+            })
+            .collect();
+        let h = rt.spawn(move || {
+            for i in 0..TRIPS {
+                for (tx, rx) in &peers {
+                    tx.send(i).expect("ping");
+                    assert_eq!(rx.recv(), Ok(i + 1), "the answer to {i}");
+                }
+            }
+            for (tx, rx) in peers {
+                drop(tx);
+                assert_eq!(rx.recv(), Err(swco_mpi::RecvError), "a reply too many");
+            }
+        });
+        h.join().expect("pinger");
+        println!(
+            "ping_pong: {TRIPS} round trips with each of {} ranks",
+            size - 1
+        );
+    } else {
+        let rx = world.receiver::<u64>(0, TAG, 4);
+        let tx = world.sender::<u64>(0, TAG + rank as u16);
+        let h = rt.spawn(move || {
+            let mut n = 0;
+            for v in rx.iter() {
+                tx.send(v + 1).expect("pong");
+                n += 1;
+            }
+            assert_eq!(n, TRIPS, "pings answered");
+        });
+        h.join().expect("ponger");
+    }
+    rt.shutdown();
+}
+
 /// A batch sender whose receiver goes away gets back exactly the messages
 /// that were not sent, in order; later batches get everything back.
 fn batch_receiver_dropped(world: &Arc<World>) {
@@ -565,6 +657,8 @@ fn main() {
     timed("bytes", &|| bytes(&world));
     timed("batches", &|| batches(&world));
     timed("batch_receiver_dropped", &|| batch_receiver_dropped(&world));
+    timed("long_batches", &|| long_batches(&world));
+    timed("ping_pong", &|| ping_pong(&world));
     let t = Instant::now();
     finalize_race(world);
     if rank == 0 {
