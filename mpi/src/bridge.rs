@@ -11,15 +11,24 @@
 //!
 //! Endpoints hand it work through swco channels (commands, per-route
 //! queues) and atomics, and ring its bell; it never blocks on an MPI call
-//! (every send is `MPI_Isend`, every receive follows a successful
+//! (every send is `MPI_Isend`; control frames and typed data arrive into
+//! receives it keeps posted, `posted.rs`, and byte messages are found with
 //! `MPI_Improbe`), so it keeps receiving while its own sends are pending.
 //!
 //! Hosted by a coroutine, the bridge's state is shared with the other
-//! coroutines of its executor: one that waits for a remote message runs
-//! the bridge's iterations itself ([`help`]) rather than suspending while
-//! the bridge coroutine polls. Every iteration, whoever runs it, holds the
-//! state's `RefCell` borrow throughout, so iterations never interleave; the
-//! bridge's own iterations alone run raw jobs and finalise.
+//! coroutines of its executor, and they do part of its work themselves:
+//!
+//! * one that waits for a remote message polls MPI instead of suspending
+//!   ([`Helper`]): a whole bridge iteration first, then tests of its own
+//!   route's posted receive, a whole iteration again every 16 polls; a
+//!   message it finds goes straight to it, not through its channel;
+//! * the first send after such a wait (taken for the answer) goes out with
+//!   its own `MPI_Isend` ([`send_now`]), once per route per poll, so a
+//!   stream is still batched by the bridge's iterations.
+//!
+//! Every iteration or poll, whoever runs it, holds the state's `RefCell`
+//! borrow throughout, so they never interleave; the bridge's own
+//! iterations alone run raw jobs and finalise.
 //!
 //! # Protocol (per channel = receiver rank R, user tag t, capacity C)
 //!
@@ -48,8 +57,12 @@
 //!   bank, the grants in the token channel and `spare`).
 //! * **Data.** Each bridge iteration, S drains each route's queue (every
 //!   message in it holds a credit) into one batch: one `MPI_Isend` on tag
-//!   `1 + t`. Per-sender order holds: a sender's messages enter its route's
-//!   queue in order, and MPI keeps order per (source, tag).
+//!   `1 + t`, or several of at most 4 096 messages for a typed payload (the
+//!   receiver's posted buffer). A direct send (`send_now`) is a batch of
+//!   one, made only while the sender has nothing queued. Per-sender order
+//!   holds: a sender's messages enter its route's queue (or go out
+//!   directly, the queue empty) in order, and MPI keeps order per (source,
+//!   tag).
 //! * **Close.** When the last sender of route (R, t) on S is dropped, or S
 //!   finalises, S sends its last batch and CLOSE(t, batches sent). R treats
 //!   S as closed once it has received that many batches (data and control
