@@ -99,7 +99,7 @@ use mpi::traits::*;
 use swco::channel::{mpmc, mpsc, spsc};
 
 use crate::endpoint::{InShared, OutShared, Run};
-use crate::posted::{Posted, CTRL_CAP, DATA_CAP};
+use crate::posted::{data_cap, Posted, CTRL_CAP, DATA_CAP};
 use crate::wire::{data_tag, user_tag, Kind, Payload, CTRL_TAG, FRAME};
 
 /// Adds `n` to a counter that only the bridge's thread writes: a plain load
@@ -388,10 +388,11 @@ impl<T: Payload> OutSource for TypedOut<T> {
         if discard {
             batch.clear();
         } else {
-            // The receiver's posted buffer holds DATA_CAP messages: a
+            // The receiver's posted buffer holds `data_cap` messages: a
             // longer batch (a long run) goes out as several, in order.
-            while T::POSTED && batch.len() > DATA_CAP {
-                let head: Vec<T> = batch.drain(..DATA_CAP).collect();
+            let cap = data_cap::<T::Wire>();
+            while T::POSTED && batch.len() > cap {
+                let head: Vec<T> = batch.drain(..cap).collect();
                 let wire = T::encode(head);
                 let _ = PendingSend::<T::Wire>::start(comm, dest, data_tag(tag), wire, pending);
                 sent += 1;
@@ -457,7 +458,7 @@ impl<T: Payload> TypedIn<T> {
 impl<T: Payload> Sink for TypedIn<T> {
     fn post(&mut self, comm: &SimpleCommunicator, mpi_tag: i32) -> bool {
         if T::POSTED {
-            self.posted = Some(Posted::new(comm, mpi_tag, DATA_CAP));
+            self.posted = Some(Posted::new(comm, mpi_tag, data_cap::<T::Wire>()));
         }
         T::POSTED
     }

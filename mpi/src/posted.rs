@@ -2,7 +2,7 @@
 //! bounded size.
 //!
 //! A batch whose size has a known bound (control frames; data of a
-//! [`Typed`](crate::Typed) payload, cut by its sender to [`DATA_CAP`]
+//! [`Typed`](crate::Typed) payload, cut by its sender to [`data_cap`]
 //! messages) arrives into a buffer the bridge posted for its MPI tag
 //! beforehand (`MPI_Irecv` from any source), and the bridge finds it with
 //! `MPI_Test`. Before, every batch was found with `MPI_Improbe` and then
@@ -34,6 +34,14 @@ use mpi::topology::SimpleCommunicator;
 /// The most messages in one data batch of a posted payload; a sender cuts
 /// longer batches.
 pub(crate) const DATA_CAP: usize = 4096;
+
+/// The most messages of `E` in one posted data batch: [`DATA_CAP`], or
+/// fewer for a large `E`, so that a route's posted buffer stays within
+/// about 64 KiB (but holds at least 16 messages). Sender and receiver
+/// compute it from the same type.
+pub(crate) fn data_cap<E>() -> usize {
+    (64 * 1024 / std::mem::size_of::<E>().max(1)).clamp(16, DATA_CAP)
+}
 /// The most words in one control batch (a whole number of frames); the
 /// bridge cuts longer ones.
 pub(crate) const CTRL_CAP: usize = crate::wire::FRAME * 512;
