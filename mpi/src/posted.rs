@@ -42,6 +42,7 @@ pub(crate) const DATA_CAP: usize = 4096;
 pub(crate) fn data_cap<E>() -> usize {
     (64 * 1024 / std::mem::size_of::<E>().max(1)).clamp(16, DATA_CAP)
 }
+
 /// The most words in one control batch (a whole number of frames); the
 /// bridge cuts longer ones.
 pub(crate) const CTRL_CAP: usize = crate::wire::FRAME * 512;
