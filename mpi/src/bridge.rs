@@ -225,6 +225,27 @@ impl<E: Equivalence + 'static> PendingSend<E> {
         }
     }
 
+    /// Starts `data` as one send, or as several of at most `cap` elements
+    /// in order when it is longer (the receiver's posted buffer holds
+    /// `cap`). Returns how many sends it made and, if the last completed
+    /// at once, its buffer (see [`start`](PendingSend::start)).
+    fn start_cut(
+        comm: &SimpleCommunicator,
+        dest: i32,
+        tag: i32,
+        mut data: Vec<E>,
+        cap: usize,
+        pending: &mut Vec<Box<dyn Pending>>,
+    ) -> (u64, Option<Vec<E>>) {
+        let mut sent = 1;
+        while data.len() > cap {
+            let head: Vec<E> = data.drain(..cap).collect();
+            let _ = Self::start(comm, dest, tag, head, pending);
+            sent += 1;
+        }
+        (sent, Self::start(comm, dest, tag, data, pending))
+    }
+
     /// The `Vec` whose raw parts are `buf`.
     ///
     /// # Safety
@@ -384,28 +405,50 @@ impl<T: Payload> OutSource for TypedOut<T> {
                 Err(_) => break,
             }
         }
-        let mut sent = 0;
         if discard {
             batch.clear();
+            self.keep_scratch(batch);
+            return Some(0);
+        }
+        Some(self.send(comm, dest, tag, batch, pending))
+    }
+}
+
+impl<T: Payload> TypedOut<T> {
+    /// Sends `batch` (non-empty, every message holding a credit) on the
+    /// route's data tag: one `MPI_Isend`, or several in order when a
+    /// posted payload's batch is longer than the receiver's posted buffer.
+    /// Keeps the buffer of a send that completed at once for the next
+    /// batch. Returns the number of MPI messages sent.
+    fn send(
+        &mut self,
+        comm: &SimpleCommunicator,
+        dest: i32,
+        tag: u16,
+        batch: Vec<T>,
+        pending: &mut Vec<Box<dyn Pending>>,
+    ) -> u64 {
+        // A posted payload is one wire element per message, so cutting the
+        // wire cuts the batch at `data_cap` messages.
+        let cap = if T::POSTED {
+            data_cap::<T::Wire>()
         } else {
-            // The receiver's posted buffer holds `data_cap` messages: a
-            // longer batch (a long run) goes out as several, in order.
-            let cap = data_cap::<T::Wire>();
-            while T::POSTED && batch.len() > cap {
-                let head: Vec<T> = batch.drain(..cap).collect();
-                let wire = T::encode(head);
-                let _ = PendingSend::<T::Wire>::start(comm, dest, data_tag(tag), wire, pending);
-                sent += 1;
-            }
-            let wire = T::encode(batch);
-            let back = PendingSend::<T::Wire>::start(comm, dest, data_tag(tag), wire, pending);
-            sent += 1;
-            batch = back.map(T::recycle).unwrap_or_default();
+            usize::MAX
+        };
+        let wire = T::encode(batch);
+        let (sent, back) = PendingSend::start_cut(comm, dest, data_tag(tag), wire, cap, pending);
+        if let Some(back) = back {
+            self.keep_scratch(T::recycle(back));
         }
-        if batch.capacity() <= MAX_SCRATCH {
-            self.scratch = batch;
+        sent
+    }
+
+    /// Keeps `buf` (empty) as the buffer for the next batch, unless it is
+    /// too big to hold on to.
+    fn keep_scratch(&mut self, buf: Vec<T>) {
+        if buf.capacity() <= MAX_SCRATCH {
+            self.scratch = buf;
         }
-        Some(sent)
     }
 }
 
@@ -439,18 +482,27 @@ pub(crate) struct TypedIn<T: Payload> {
 }
 
 impl<T: Payload> TypedIn<T> {
-    /// Hands a batch of `n` messages to the consumer's channel (or drops it
-    /// if the receiver is gone).
-    fn deliver(&self, run: Run<T>, n: usize) {
-        if let Some(tx) = &self.tx {
-            // Counted before the push, so `len()` never reads below what
-            // the receiver took. Relaxed: a figure, not a hand-off.
-            bump(&self.shared.delivered, n as u64);
-            // Credit guarantees room (a run holds at least one message, each
-            // with credit); a dropped receiver just loses it. The whole MPI
-            // batch is one channel element.
-            let r = tx.try_send(run);
-            debug_assert!(!matches!(r, Err(ref e) if e.is_full()), "credit overrun");
+    /// Hands a batch of `n` messages to the consumer (or drops it if the
+    /// receiver is gone): into `waiter`, the slot of the receiver polling
+    /// for it, if given, else into its channel.
+    fn deliver(&self, run: Run<T>, n: usize, waiter: Option<&mut Option<Run<T>>>) {
+        let Some(tx) = &self.tx else {
+            return;
+        };
+        // Counted before the hand-over, so `len()` never reads below what
+        // the receiver took. Relaxed: a figure, not a hand-off.
+        bump(&self.shared.delivered, n as u64);
+        match waiter {
+            // Straight to the receiver polling for it, whose channel is
+            // empty (it looked before polling, and only the bridge, on this
+            // thread, pushes into it): no push, no pop.
+            Some(slot) => *slot = Some(run),
+            None => {
+                // Credit guarantees room (a run holds at least one message,
+                // each with credit). The whole MPI batch is one element.
+                let r = tx.try_send(run);
+                debug_assert!(!matches!(r, Err(ref e) if e.is_full()), "credit overrun");
+            }
         }
     }
 }
@@ -474,16 +526,8 @@ impl<T: Payload> Sink for TypedIn<T> {
             (src, run, n)
         })?;
         if let Some(run) = run {
-            match waiter.and_then(|w| w.downcast_mut::<Option<Run<T>>>()) {
-                // Straight to the receiver polling for it, whose channel is
-                // empty (it looked before polling, and only the bridge, on
-                // this thread, pushes into it): no push, no pop.
-                Some(slot) if self.tx.is_some() => {
-                    bump(&self.shared.delivered, n as u64);
-                    *slot = Some(run);
-                }
-                _ => self.deliver(run, n),
-            }
+            let slot = waiter.and_then(|w| w.downcast_mut::<Option<Run<T>>>());
+            self.deliver(run, n, slot);
         }
         Some((src, n))
     }
@@ -497,7 +541,7 @@ impl<T: Payload> Sink for TypedIn<T> {
         let batch = T::decode(wire);
         let n = batch.len();
         if n > 0 {
-            self.deliver(Run::of(batch), n);
+            self.deliver(Run::of(batch), n, None);
         }
         n
     }
@@ -741,24 +785,21 @@ pub(crate) enum Helped {
 /// that wants it, with no wake and no switch, and what it queued before
 /// waiting (a ping-pong's reply) went out at its first poll.
 fn help() -> Option<Helped> {
-    let cell = HOSTED.with(|h| h.borrow().upgrade())?;
-    let Ok(mut bridge) = cell.try_borrow_mut() else {
-        return None;
-    };
-    Some(match bridge.iterate(false) {
-        Step::Busy { incoming } => {
-            // The bridge's own loop counts idle iterations to decide when
-            // to yield its core and park: work done here is work it did.
-            bridge.idle = 0;
-            if incoming {
-                Helped::Incoming
-            } else {
-                Helped::Worked
-            }
-        }
+    with_hosted(|bridge| match bridge.iterate(false) {
+        Step::Busy { incoming: true } => Helped::Incoming,
+        Step::Busy { incoming: false } => Helped::Worked,
         Step::Idle => Helped::Idle,
         Step::Done(_) => unreachable!("only the bridge's own iteration finalises"),
     })
+}
+
+/// Runs `f` on the bridge hosted on this thread, if there is one and no
+/// iteration or poll holds it (the bridge's own, suspended in a yield or
+/// parked on its bell, or a helper's); `None` otherwise, `f` not run.
+fn with_hosted<R>(f: impl FnOnce(&mut Bridge) -> R) -> Option<R> {
+    let cell = HOSTED.with(|h| h.borrow().upgrade())?;
+    let mut bridge = cell.try_borrow_mut().ok()?;
+    Some(f(&mut bridge))
 }
 
 /// On the thread of a hosted bridge that no iteration holds: sends `msg`
@@ -805,17 +846,7 @@ pub(crate) fn send_now<T: Payload>(dest: i32, tag: u16, msg: T, queued: bool) ->
     // gives back: no allocation.
     let mut batch = std::mem::take(&mut out.scratch);
     batch.push(msg);
-    let sent = PendingSend::<T::Wire>::start(
-        &b.comm,
-        dest,
-        data_tag(tag),
-        T::encode(batch),
-        &mut b.pending,
-    );
-    if let Some(back) = sent {
-        out.scratch = T::recycle(back);
-    }
-    route.batches += 1;
+    route.batches += out.send(&b.comm, dest, tag, batch, &mut b.pending);
     Ok(())
 }
 
@@ -870,21 +901,21 @@ impl Helper {
     /// A batch for the route goes straight into `waiter` (the polling
     /// receiver's, of the route's type), not through its channel.
     pub(crate) fn poll_route(&self, tag: u16, waiter: &mut dyn Any) -> Option<Helped> {
-        let cell = HOSTED.with(|h| h.borrow().upgrade())?;
-        let mut bridge = cell.try_borrow_mut().ok()?;
-        // A poll, for `send_now`'s one direct send per route per poll.
-        bridge.iterations += 1;
-        let Some(route) = bridge.ins.get_mut(&tag) else {
-            return Some(Helped::Idle);
-        };
-        let Some((src, n)) = route.sink.poll(Some(waiter)) else {
-            return Some(Helped::Idle);
-        };
-        route.arrived(src, n);
-        // As after a whole iteration that brought something.
-        bridge.look_next = true;
-        bridge.idle = 0;
-        Some(Helped::Incoming)
+        with_hosted(|bridge| {
+            // A poll, for `send_now`'s one direct send per route per poll.
+            bridge.iterations += 1;
+            let Some(route) = bridge.ins.get_mut(&tag) else {
+                return Helped::Idle;
+            };
+            let Some((src, n)) = route.sink.poll(Some(waiter)) else {
+                return Helped::Idle;
+            };
+            route.arrived(src, n);
+            // As after a whole iteration that brought something.
+            bridge.look_next = true;
+            bridge.idle = 0;
+            Helped::Incoming
+        })
     }
 }
 
@@ -916,7 +947,6 @@ fn serve(cell: &RefCell<Bridge>) -> spsc::Sender<()> {
         match b.iterate(true) {
             Step::Done(reply) => return reply,
             Step::Busy { .. } => {
-                b.idle = 0;
                 drop(b);
                 if hosted {
                     swco::yield_now();
@@ -1006,6 +1036,10 @@ impl Bridge {
         }
         self.look_next = busy;
         if busy {
+            // Work done, by the bridge or a helper, ends an idle spell (the
+            // bridge's loop counts idle iterations to decide when to yield
+            // its core and park).
+            self.idle = 0;
             Step::Busy { incoming }
         } else {
             Step::Idle
@@ -1075,18 +1109,20 @@ impl Bridge {
     fn flush_ctrl(&mut self) {
         for to in 0..self.size {
             if !self.ctrl[to as usize].is_empty() {
-                let mut words = std::mem::take(&mut self.ctrl[to as usize]);
+                let words = std::mem::take(&mut self.ctrl[to as usize]);
                 // The receiving bridge's posted buffer holds CTRL_CAP words
                 // (whole frames): longer runs of frames go out as several
                 // batches, in order.
-                while words.len() > CTRL_CAP {
-                    let head: Vec<u64> = words.drain(..CTRL_CAP).collect();
-                    let _ = PendingSend::start(&self.comm, to, CTRL_TAG, head, &mut self.pending);
-                }
-                let sent =
-                    PendingSend::<u64>::start(&self.comm, to, CTRL_TAG, words, &mut self.pending);
+                let (_, back) = PendingSend::start_cut(
+                    &self.comm,
+                    to,
+                    CTRL_TAG,
+                    words,
+                    CTRL_CAP,
+                    &mut self.pending,
+                );
                 // The buffer back, for the next frames to this rank.
-                if let Some(mut words) = sent {
+                if let Some(mut words) = back {
                     words.clear();
                     self.ctrl[to as usize] = words;
                 }
@@ -1226,10 +1262,7 @@ impl Bridge {
         }
         // Control batches, in order from each rank.
         for _ in 0..256 {
-            let Some((src, words)) = self
-                .ctrl_in
-                .test(|src, words| (src, words.collect::<Vec<_>>()))
-            else {
+            let Some((src, words)) = self.ctrl_in.test(|src, words| (src, words.into_vec())) else {
                 break;
             };
             any = true;

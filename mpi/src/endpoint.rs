@@ -607,12 +607,9 @@ impl<T: 'static> RemoteReceiver<T> {
             polls += 1;
             let woke_others = match helped {
                 Helped::Idle | Helped::Worked => false,
-                // Ours first: a delivery for this receiver needs no yield.
-                Helped::Incoming if direct.is_some() => {
-                    helper.reply_due();
-                    return Ok(direct.take().expect("checked"));
-                }
-                Helped::Incoming => match self.rx.try_recv() {
+                // Ours first (handed over directly, or through the channel):
+                // a delivery for this receiver needs no yield.
+                Helped::Incoming => match direct.take().map_or_else(|| self.rx.try_recv(), Ok) {
                     Ok(run) => {
                         // Waited for and found by its own polling: what
                         // this coroutine sends next is likely the answer.
