@@ -17,20 +17,31 @@
 //! Without valgrind it prints ns per round trip.
 //!
 //! Arguments: `cas` or `updt` (default `cas`), the number of rounds
-//! (default 1 000 000), and the channels' capacity (default 1; 0 for
-//! rendezvous channels, where each hop meets a parked peer).
+//! (default 1 000 000), the channels' capacity (default 1; 0 for
+//! rendezvous channels, where each hop meets a parked peer), and the mode,
+//! `spsc` (default) or `mpmc` (whose sides wait in a waiter list rather
+//! than a single-waiter slot).
 
 use std::time::Instant;
 
-use swco_channel::{spsc, Cas, Protocol, Updt};
+use swco_channel::{mpmc, spsc, Cas, Protocol, Receiver, Sender, Updt};
 use swco_executor::Runtime;
 
-/// Runs `rounds` round trips on a one-executor runtime; returns the time the
-/// pinger measured.
-fn pingpong<P: Protocol>(rounds: u64, capacity: usize) -> std::time::Duration {
+/// Runs `rounds` round trips on a one-executor runtime over the channels
+/// `make` makes; returns the time the pinger measured.
+fn pingpong<M, P>(
+    rounds: u64,
+    make: impl Fn() -> (Sender<u64, M, P>, Receiver<u64, M, P>),
+) -> std::time::Duration
+where
+    M: swco_channel::Mode,
+    P: Protocol,
+    Sender<u64, M, P>: Send + 'static,
+    Receiver<u64, M, P>: Send + 'static,
+{
     let rt = Runtime::builder().executors(1).build().expect("a runtime");
-    let (ping_tx, ping_rx) = spsc::bounded_with::<u64, P>(capacity);
-    let (pong_tx, pong_rx) = spsc::bounded_with::<u64, P>(capacity);
+    let (ping_tx, ping_rx) = make();
+    let (pong_tx, pong_rx) = make();
     let ponger = rt
         .spawn_on(0, move || {
             for v in ping_rx {
@@ -54,6 +65,15 @@ fn pingpong<P: Protocol>(rounds: u64, capacity: usize) -> std::time::Duration {
     elapsed
 }
 
+/// [`pingpong`] over `mode`'s channels of protocol `P`.
+fn run<P: Protocol>(rounds: u64, capacity: usize, mode: &str) -> std::time::Duration {
+    match mode {
+        "spsc" => pingpong(rounds, || spsc::bounded_with::<u64, P>(capacity)),
+        "mpmc" => pingpong(rounds, || mpmc::bounded_with::<u64, P>(capacity)),
+        other => panic!("mode: spsc or mpmc, not {other}"),
+    }
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let protocol = args.next().unwrap_or_else(|| "cas".into());
@@ -65,13 +85,14 @@ fn main() {
         .next()
         .map(|c| c.parse().expect("capacity: a number"))
         .unwrap_or(1);
+    let mode = args.next().unwrap_or_else(|| "spsc".into());
     let elapsed = match protocol.as_str() {
-        "cas" => pingpong::<Cas>(rounds, capacity),
-        "updt" => pingpong::<Updt>(rounds, capacity),
+        "cas" => run::<Cas>(rounds, capacity, &mode),
+        "updt" => run::<Updt>(rounds, capacity, &mode),
         other => panic!("protocol: cas or updt, not {other}"),
     };
     println!(
-        "{protocol}, capacity {capacity}: {rounds} round trips, {:.1} ns per round trip",
+        "{protocol} {mode}, capacity {capacity}: {rounds} round trips, {:.1} ns per round trip",
         elapsed.as_nanos() as f64 / rounds as f64
     );
 }

@@ -99,7 +99,10 @@ impl Park for CoroutinePark {
             return;
         }
         if header.state.prepare_park() {
-            local.suspend(Suspend::Park(deadline));
+            match deadline {
+                None => local.park_running(),
+                Some(_) => local.suspend(Suspend::Park(deadline)),
+            }
         }
     }
 

@@ -58,6 +58,7 @@ pub(crate) struct Counters {
     pub(crate) spawned: AtomicU64,
     pub(crate) finished: AtomicU64,
     pub(crate) switches: AtomicU64,
+    pub(crate) hand_offs: AtomicU64,
     pub(crate) blocks: AtomicU64,
     pub(crate) wakes: AtomicU64,
     pub(crate) parks: AtomicU64,

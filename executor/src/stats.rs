@@ -19,6 +19,11 @@ pub struct ExecutorStats {
     pub finished: u64,
     /// Coroutine resumptions.
     pub context_switches: u64,
+    /// Of those, resumptions by a direct hand-off: a coroutine that parked
+    /// ran the one it had just woken on top of its own stack, instead of
+    /// going back to the executor loop (see `docs/DESIGN.md`, Scheduling);
+    /// and the parked one's own resumption when that one woke it back.
+    pub hand_offs: u64,
     /// Times a coroutine suspended itself to wait (blocked).
     pub blocks: u64,
     /// Wakes that put a parked coroutine back on the run queue (including
@@ -54,6 +59,7 @@ impl Stats {
                 spawned: a.spawned + e.spawned,
                 finished: a.finished + e.finished,
                 context_switches: a.context_switches + e.context_switches,
+                hand_offs: a.hand_offs + e.hand_offs,
                 blocks: a.blocks + e.blocks,
                 wakes: a.wakes + e.wakes,
                 parks: a.parks + e.parks,

@@ -134,6 +134,57 @@ fn panic_hook_that_blocks_does_not_corrupt_the_executor() {
     );
 }
 
+/// A coroutine resumed by a direct hand-off (run on top of the parked
+/// coroutine that woke it, see `docs/DESIGN.md`) panics on a 16 KiB stack:
+/// its panic hook still gets a roomy stack, not the parked coroutine's
+/// (the hook below needs 64 KiB: on either coroutine's stack it would
+/// overflow and abort), and the executor runs on.
+#[test]
+fn panic_hook_after_a_direct_hand_off_has_room() {
+    in_child_process("panic_hook_after_a_direct_hand_off_has_room", || {
+        let (seen_tx, seen_rx) = std::sync::mpsc::channel::<String>();
+        std::panic::set_hook(Box::new(move |info| {
+            let room = std::hint::black_box([7u8; 64 * 1024]);
+            seen_tx.send(format!("{} {info}", room[4096])).unwrap();
+        }));
+        let rt = Runtime::builder()
+            .executors(1)
+            .stack_size(16 * 1024)
+            .build()
+            .unwrap();
+        let (tx, rx) = swco_channel::spsc::bounded::<u32>(1);
+        let (back_tx, back_rx) = swco_channel::spsc::bounded::<u32>(1);
+        let boom = rt
+            .spawn_on(0, move || -> u32 {
+                let n = rx.recv().unwrap();
+                back_tx.send(n).unwrap();
+                panic!("boom after a hand-off");
+            })
+            .unwrap();
+        // Parked first, so that the sender's wake and park hand off to it.
+        while rt.stats().executors[0].blocks == 0 {
+            thread::yield_now();
+        }
+        let sender = rt
+            .spawn_on(0, move || {
+                tx.send(1).unwrap();
+                back_rx.recv().unwrap()
+            })
+            .unwrap();
+        assert_eq!(sender.join().unwrap(), 1);
+        let err = boom.join().unwrap_err();
+        assert_eq!(err.panic_message(), Some("boom after a hand-off"));
+        let seen = seen_rx.recv().unwrap();
+        assert!(
+            seen.starts_with("7 ") && seen.contains("boom after a hand-off"),
+            "{seen}"
+        );
+        rt.shutdown();
+        assert!(rt.stats().executors[0].hand_offs > 0, "no direct hand-off");
+        let _ = std::panic::take_hook();
+    });
+}
+
 // ---- 2. a panic escaping the coroutine body ----------------------------------
 
 /// The `Drop` of a detached coroutine's result panics: the executor survives,

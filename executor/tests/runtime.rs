@@ -809,3 +809,110 @@ fn shutdown_after_heavy_stealing_returns() {
             .expect("every executor exits once nothing is live");
     }
 }
+
+/// One side of [`direct_hand_offs_keep_every_count`]'s pairs: answers every
+/// ping with ping + 1, and on the way yields, times out on an idle channel,
+/// and at the end panics, all while resumed by direct hand-offs.
+fn echo_that_misbehaves(
+    pings: spsc::Receiver<u64>,
+    pongs: spsc::Sender<u64>,
+    idle: mpmc::Receiver<u64>,
+) -> u64 {
+    let cpe = swco_executor::current_cpe();
+    let mut answered = 0;
+    for v in pings {
+        if v % 3 == 0 {
+            swco_executor::yield_now();
+        }
+        if v % 5 == 0 {
+            assert!(idle.recv_timeout(Duration::from_micros(1)).is_err());
+        }
+        assert_eq!(swco_executor::current_cpe(), cpe, "the echo moved");
+        pongs.send(v + 1).unwrap();
+        answered += 1;
+    }
+    panic!("the echo ends by panicking after {answered} answers");
+}
+
+/// A coroutine that parks right after waking another of its executor runs
+/// that one on top of its own stack (a direct hand-off), and goes on at
+/// once if that one woke it back. Whatever the handed-off coroutine does
+/// there (yields, times out, blocks on several kinds of channel, panics
+/// as it finishes), nothing moves between executors and the counts stay
+/// exact: every message answered once and in order, each block ended by
+/// one wake and one resumption, and hand-offs did happen.
+#[test]
+fn direct_hand_offs_keep_every_count() {
+    const ROUNDS: u64 = 20_000;
+    let rt = runtime(2);
+    let (_idle_tx, idle_rx) = mpmc::bounded::<u64>(1);
+    let mut pingers = Vec::new();
+    let mut echoes = Vec::new();
+    for cpe in 0..2 {
+        let (ping_tx, ping_rx) = spsc::bounded::<u64>(1);
+        let (pong_tx, pong_rx) = spsc::bounded::<u64>(1);
+        // MPMC channels, whose sides wait in a list, between the pinger and
+        // a second echo that answers every other round through a rendezvous.
+        let (mid_tx, mid_rx) = mpmc::bounded::<u64>(1);
+        let (back_tx, back_rx) = mpmc::bounded::<u64>(0);
+        let idle = idle_rx.clone();
+        echoes.push(
+            rt.spawn_on(cpe, move || echo_that_misbehaves(ping_rx, pong_tx, idle))
+                .unwrap(),
+        );
+        echoes.push(
+            rt.spawn_on(cpe, move || {
+                let mut n = 0;
+                for v in mid_rx {
+                    back_tx.send(v * 2).unwrap();
+                    n += 1;
+                }
+                n
+            })
+            .unwrap(),
+        );
+        pingers.push(
+            rt.spawn_on(cpe, move || {
+                let cpe = swco_executor::current_cpe();
+                let mut sum = 0;
+                for i in 0..ROUNDS {
+                    ping_tx.send(i).unwrap();
+                    assert_eq!(pong_rx.recv(), Ok(i + 1));
+                    if i % 2 == 0 {
+                        mid_tx.send(i).unwrap();
+                        assert_eq!(back_rx.recv(), Ok(2 * i));
+                    }
+                    assert_eq!(swco_executor::current_cpe(), cpe, "the pinger moved");
+                    sum += i;
+                }
+                sum
+            })
+            .unwrap(),
+        );
+    }
+    for p in pingers {
+        assert_eq!(p.join().unwrap(), ROUNDS * (ROUNDS - 1) / 2);
+    }
+    for (k, e) in echoes.into_iter().enumerate() {
+        match k % 2 {
+            0 => assert!(e.join().unwrap_err().is_panic()),
+            _ => assert_eq!(e.join().unwrap(), ROUNDS / 2),
+        }
+    }
+    rt.shutdown();
+    for (cpe, s) in rt.stats().executors.iter().enumerate() {
+        assert_eq!(s.spawned, 3, "executor {cpe}: {s:?}");
+        assert_eq!(s.finished, 3, "executor {cpe}: {s:?}");
+        assert_eq!(s.wakes, s.blocks, "executor {cpe}: {s:?}");
+        // One resumption to start each coroutine, one per block and one
+        // per yield.
+        let yields = ROUNDS.div_ceil(3);
+        assert_eq!(
+            s.context_switches,
+            s.spawned + s.blocks + yields,
+            "executor {cpe}: {s:?}"
+        );
+        assert!(s.hand_offs > 0, "executor {cpe}: no direct hand-off: {s:?}");
+        assert!(s.hand_offs <= s.context_switches, "executor {cpe}: {s:?}");
+    }
+}

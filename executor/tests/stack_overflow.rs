@@ -30,6 +30,45 @@ fn stack_overflow_prints_a_clear_message_and_aborts() {
     common::assert_overflow_report(status, &stderr, "default guard path");
 }
 
+/// A coroutine resumed by a direct hand-off runs on its own stack, on top
+/// of the parked coroutine that woke it: its overflow is still caught on
+/// its own guard page and reported, not taken for the other's.
+#[test]
+fn stack_overflow_after_a_direct_hand_off_is_reported() {
+    if in_child() {
+        let rt = swco_executor::Runtime::builder()
+            .executors(2)
+            .stack_size(32 * 1024)
+            .build()
+            .unwrap();
+        let (tx, rx) = swco_channel::spsc::bounded::<u32>(1);
+        let (back_tx, back_rx) = swco_channel::spsc::bounded::<u32>(1);
+        // Parked on `rx` first; the sender's wake and park then run it by
+        // a direct hand-off, and it overflows there.
+        let deep = rt
+            .spawn_on(1, move || {
+                let n = rx.recv().unwrap();
+                back_tx.send(n).unwrap();
+                recurse(0)
+            })
+            .unwrap();
+        while rt.stats().executors[1].blocks == 0 {
+            std::thread::yield_now();
+        }
+        let sender = rt
+            .spawn_on(1, move || {
+                tx.send(1).unwrap();
+                back_rx.recv().unwrap()
+            })
+            .unwrap();
+        let _ = sender.join();
+        let _ = deep.join();
+        unreachable!("the overflow should have aborted the process");
+    }
+    let (status, stderr) = run_child("stack_overflow_after_a_direct_hand_off_is_reported");
+    common::assert_overflow_report(status, &stderr, "direct hand-off");
+}
+
 /// The handler only claims faults on coroutine guard pages: a plain thread
 /// overflowing its own stack still gets Rust's usual report.
 #[test]

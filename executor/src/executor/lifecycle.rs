@@ -14,6 +14,11 @@
 //!   waker kept by a channel, no inbox link, no task.
 //! * A coroutine suspends only through its own yielder, on its own stack,
 //!   and only when it may (`no_suspend` is zero).
+//! * A coroutine is resumed by the executor loop, or by a direct hand-off
+//!   from inside the park of another coroutine of this executor
+//!   (`Local::park_running`), one level deep at most (`nested`); either
+//!   way it runs on its own stack, and `running`, `yielder` and the guard
+//!   page are its own while it runs and the parked one's again after.
 //! * A cancelling shutdown raises [`Cancelled`] in a coroutine at most once,
 //!   and never while it is already unwinding.
 //! * Nothing unwinds out of a coroutine into the executor loop: the job
@@ -33,6 +38,10 @@ use crate::shared::bump;
 use crate::stack;
 use crate::task::{Suspend, Task, TaskHeader};
 
+/// The stack [`Local::on_executor_stack`] gives `f` when the executor's own
+/// is not the running coroutine's parent.
+const HOOK_STACK: usize = 1 << 20;
+
 impl Local {
     /// Suspends the running coroutine. When it is resumed by a cancelling
     /// shutdown, this unwinds (with [`Cancelled`]) instead of returning.
@@ -46,13 +55,7 @@ impl Local {
         assert!(self.can_suspend(), "swco: suspend outside a coroutine");
         let yielder = self.yielder.get();
         if matches!(why, Suspend::Park(_)) {
-            if let Some(header) = self.running_header() {
-                // The address of a local: about where the frames a
-                // resumption returns through begin.
-                let here = 0u8;
-                let sp = std::hint::black_box(std::ptr::addr_of!(here)) as usize;
-                header.parked.record(sp, self.ticks.get());
-            }
+            self.record_park();
         }
         // SAFETY: `yielder` is the running coroutine's Yielder: set when the
         // coroutine started (or restored before resuming it), it lives on
@@ -61,6 +64,80 @@ impl Local {
         // `on_executor_stack` is only entered with it raised).
         unsafe { (*yielder).suspend(why) };
         self.raise_cancel();
+    }
+
+    /// Parks the running coroutine, which has just moved to `WAITING`
+    /// (`WakeState::prepare_park`), with no deadline. If the coroutine it
+    /// woke last waits in `run_next`, that one runs first, right here, on
+    /// top of this coroutine's stack (a direct hand-off: one switch, no
+    /// pass through the executor loop); if it then woke this one back, this
+    /// one goes on without suspending. Otherwise it suspends as usual.
+    pub(crate) fn park_running(&self) {
+        if let Some(slot) = self.take_hand_off() {
+            let me = self.running_header().map(|h| h.slot);
+            self.run_nested(slot);
+            if me.is_some() && self.run_next.get() == me {
+                // Woken by a coroutine of this executor while the other
+                // ran: it put us in `run_next`, where the loop would have
+                // found us next.
+                self.run_next.set(None);
+                self.run_next_streak.set(self.run_next_streak.get() + 1);
+                // It blocked, was woken, and is resumed as surely as if it
+                // had suspended: counted as such, so that `wakes == blocks`
+                // and every block ends in a resumption.
+                let counters = &self.shared.counters;
+                bump(&counters.blocks, 1);
+                bump(&counters.switches, 1);
+                bump(&counters.hand_offs, 1);
+                // No cancellation to raise: only the executor loop starts
+                // one, and it did not run since `take_hand_off` saw none.
+                return;
+            }
+        }
+        self.suspend(Suspend::Park(None));
+    }
+
+    /// Notes where and when the running coroutine parks, for the prefetch
+    /// of its wake (`ParkedAt`).
+    #[inline(always)]
+    fn record_park(&self) {
+        if let Some(header) = self.running_header() {
+            // The address of a local: about where the frames a resumption
+            // returns through begin.
+            let here = 0u8;
+            let sp = std::hint::black_box(std::ptr::addr_of!(here)) as usize;
+            header.parked.record(sp, self.ticks.get());
+        }
+    }
+
+    /// Runs the coroutine in `slot` from inside the running one's park,
+    /// then makes the running one current again.
+    fn run_nested(&self, slot: usize) {
+        /// Puts the parked coroutine's context back, however the nested
+        /// run ends.
+        struct Restore<'a> {
+            local: &'a Local,
+            running: *const Arc<TaskHeader>,
+            yielder: *const Yielder<(), Suspend>,
+            guard: usize,
+        }
+        impl Drop for Restore<'_> {
+            fn drop(&mut self) {
+                self.local.nested.set(false);
+                stack::set_running_guard(self.guard);
+                self.local.yielder.set(self.yielder);
+                self.local.running.set(self.running);
+            }
+        }
+        let _restore = Restore {
+            local: self,
+            running: self.running.get(),
+            yielder: self.yielder.get(),
+            guard: stack::running_guard_low(),
+        };
+        self.nested.set(true);
+        bump(&self.shared.counters.hand_offs, 1);
+        self.run_task(slot);
     }
 
     /// Raises [`Cancelled`] in the running coroutine if a cancelling shutdown
@@ -99,8 +176,9 @@ impl Local {
         f()
     }
 
-    /// Runs `f` on the executor thread's own stack (the one that resumed the
-    /// running coroutine), then returns to the coroutine.
+    /// Runs `f` off the running coroutine's stack, on the executor thread's
+    /// own (or, for a coroutine resumed by a direct hand-off, on a fresh
+    /// stack of [`HOOK_STACK`] bytes), then returns to the coroutine.
     pub(crate) fn on_executor_stack(&self, f: impl FnOnce()) {
         let yielder = self.yielder.get();
         if yielder.is_null() {
@@ -113,6 +191,23 @@ impl Local {
         // changes) and carries no reference to the Yielder.
         unsafe impl<F> Send for SameThread<F> {}
         let f = SameThread(f);
+        if self.nested.get() {
+            // Resumed by a direct hand-off, this coroutine's parent is the
+            // parked coroutine's stack, no larger than its own: `f` gets a
+            // stack of its own instead (this is a rare path: a panic hook
+            // with little stack left). No coroutine's guard page is then
+            // in play.
+            if let Ok(own) = corosensei::stack::DefaultStack::new(HOOK_STACK) {
+                let guard = stack::running_guard_low();
+                stack::set_running_guard(0);
+                corosensei::on_stack(own, move || {
+                    let f = f;
+                    (f.0)()
+                });
+                stack::set_running_guard(guard);
+                return;
+            }
+        }
         // SAFETY: as in `suspend`: a non-null yielder is the running
         // coroutine's, alive on the stack we are on.
         unsafe { &*yielder }.on_parent_stack(move || {

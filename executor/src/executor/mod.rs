@@ -102,6 +102,9 @@ pub(crate) struct Local {
     placed: RefCell<VecDeque<Job>>,
     /// Scheduling decisions so far, for the periodic fairness checks.
     ticks: Cell<u32>,
+    /// Set while a coroutine runs inside another's park (a direct
+    /// hand-off, `Local::park_running`): that one must not hand off again.
+    nested: Cell<bool>,
     /// Headers of finished coroutines that nothing else referenced, kept
     /// for the next ones (at most [`SPARE_HEADERS`]): a spawn then
     /// allocates no header and moves no count on `shared`.
@@ -197,6 +200,7 @@ pub(crate) fn run_executor<H>(
             .expect("an executor's deque is taken once"),
         placed: RefCell::default(),
         ticks: Cell::new(0),
+        nested: Cell::new(false),
         idle: Cell::new(false),
         next_trim: Cell::new(Instant::now() + stack::TRIM_PERIOD),
     };

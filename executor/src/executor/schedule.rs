@@ -14,6 +14,10 @@
 //!   [`FAIRNESS_PERIOD`] decisions the oldest runnable coroutine and the
 //!   oldest jobs go first, so neither a ping-pong pair nor a stream of
 //!   spawns starves the rest.
+//! * A direct hand-off (`Local::take_hand_off`) takes `run_next` only
+//!   when the loop would take it next: within the budget, off the fairness
+//!   tick, with the inbox empty and no cancelling shutdown; it counts
+//!   against both like the loop's own choice.
 //! * Only jobs (no stack yet) are stolen; a started coroutine never moves.
 //! * A local wake may prefetch the woken coroutine's task, job body and
 //!   top frames (`Local::prefetch`): a hint only, computed from its header
@@ -214,6 +218,28 @@ impl Local {
             .0
             .pop_front()
             .map(Runnable::Slot)
+    }
+
+    /// The coroutine the running one may hand its thread to directly, from
+    /// inside its park (`Local::park_running`): the `run_next` hand-off, if
+    /// the executor loop would take it next anyway (within its budget, not
+    /// at a fairness tick), nothing came through the inbox, no cancelling
+    /// shutdown is under way, and the running coroutine is not itself
+    /// running inside another's park.
+    #[inline]
+    pub(crate) fn take_hand_off(&self) -> Option<usize> {
+        if self.nested.get() || self.cancelling.get() || self.shared.inbox.is_pending() {
+            return None;
+        }
+        let streak = self.run_next_streak.get();
+        let tick = self.ticks.get().wrapping_add(1);
+        if streak >= RUN_NEXT_BUDGET || tick % FAIRNESS_PERIOD == 0 {
+            return None;
+        }
+        let slot = self.run_next.take()?;
+        self.ticks.set(tick);
+        self.run_next_streak.set(streak + 1);
+        Some(slot)
     }
 
     /// Takes unstarted jobs from another executor's local spawns (a batch,

@@ -158,6 +158,7 @@ impl Runtime {
                         spawned: c.spawned.load(Ordering::Relaxed),
                         finished: c.finished.load(Ordering::Relaxed),
                         context_switches: c.switches.load(Ordering::Relaxed),
+                        hand_offs: c.hand_offs.load(Ordering::Relaxed),
                         blocks: c.blocks.load(Ordering::Relaxed),
                         wakes: c.wakes.load(Ordering::Relaxed),
                         parks: c.parks.load(Ordering::Relaxed),

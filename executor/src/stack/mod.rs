@@ -46,7 +46,7 @@ use std::sync::OnceLock;
 mod overflow;
 mod slab;
 
-pub(crate) use overflow::{prepare_thread, room_below, set_running_guard};
+pub(crate) use overflow::{prepare_thread, room_below, running_guard_low, set_running_guard};
 pub(crate) use slab::{guard_low, SlabStack, StackPool, TRIM_PERIOD};
 
 /// The smallest coroutine stack accepted by

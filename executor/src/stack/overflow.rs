@@ -41,6 +41,12 @@ pub(crate) fn set_running_guard(low: usize) {
     GUARD_LOW.with(|g| g.set(low));
 }
 
+/// What [`set_running_guard`] recorded last (`0`: no coroutine running).
+#[inline]
+pub(crate) fn running_guard_low() -> usize {
+    GUARD_LOW.with(Cell::get)
+}
+
 /// The running coroutine's guard page as `low..high`, or `None` outside a
 /// coroutine.
 #[inline]
