@@ -11,8 +11,10 @@
 //!    (`Ring::write`/`Ring::read`) nothing here can park or yield the
 //!    coroutine.
 //! 3. **No lost wake-ups.** A blocking operation registers its waker, issues
-//!    `fence(SeqCst)`, re-checks (reading the other side's position through
-//!    `Cursor::position_for_waiter`), and only then parks; it leaves the
+//!    `fence(SeqCst)` (left out on a locked list whose re-check is a
+//!    read-modify-write the peer's claim also makes, which orders the same
+//!    things: see `wait_on`), re-checks (reading the other side's position
+//!    through `Cursor::position_for_waiter`), and only then parks; it leaves the
 //!    waiter list on every way out, unwinding included. Every operation
 //!    that makes progress is ordered against that re-check before it looks
 //!    for waiters: by `fence(SeqCst)` on a lone side, by its own claim (a
@@ -354,7 +356,13 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
                 if !backoff.is_completed() && park.spin_before_park() {
                     backoff.snooze();
                 } else {
-                    wait_on(&*self.senders, park, deadline, || self.still_full());
+                    wait_on(
+                        &*self.senders,
+                        park,
+                        deadline,
+                        <M::Rx<P> as Cursor>::CLAIM_SYNCS_WITH_WAITERS,
+                        || self.still_full(),
+                    );
                 }
                 // SAFETY: our caller's contract.
                 match unsafe { self.try_send_run_from(msgs, n) } {
@@ -547,7 +555,13 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
                 if !backoff.is_completed() && park.spin_before_park() {
                     backoff.snooze();
                 } else {
-                    wait_on(&*self.receivers, park, deadline, || self.still_empty());
+                    wait_on(
+                        &*self.receivers,
+                        park,
+                        deadline,
+                        <M::Tx<P> as Cursor>::CLAIM_SYNCS_WITH_WAITERS,
+                        || self.still_empty(),
+                    );
                 }
                 // SAFETY: our caller's contract.
                 match unsafe { self.try_recv_into(dst, max) } {
@@ -711,6 +725,16 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
 /// made progress in between. Returns after a wake, a timeout or a spurious
 /// return; the caller retries its operation either way.
 ///
+/// `recheck_syncs`: the re-check reads the peer side's position through a
+/// read-modify-write that the peer's claim also read-modify-writes (the
+/// peer's `Cursor::CLAIM_SYNCS_WITH_WAITERS`). On a locked list
+/// (`Waiters::LOCKED`) the fence is then left out: the re-check's RMW
+/// releases the registration to any claim that comes after it in the word's
+/// order and reads any claim that comes before, and the disconnection flag
+/// is ordered by the list's lock, which `notify_all` takes too (see
+/// `wait_list.rs`). On x86 that RMW is itself compiled to a fence and a
+/// load, so the fence left out was a second one in a row.
+///
 /// If `park` unwinds (a coroutine cancelled at shutdown is unwound from
 /// inside its park), the waiter still leaves; see [`Registered`].
 #[inline]
@@ -718,13 +742,16 @@ fn wait_on<W: Waiters>(
     waiters: &W,
     park: &dyn Park,
     deadline: Option<Instant>,
+    recheck_syncs: bool,
     still_blocked: impl FnOnce() -> bool,
 ) {
     let registered = Registered {
         waiters,
         ticket: waiters.register(park),
     };
-    fence(Ordering::SeqCst);
+    if !(W::LOCKED && recheck_syncs) {
+        fence(Ordering::SeqCst);
+    }
     if still_blocked() {
         park.park(deadline);
     }

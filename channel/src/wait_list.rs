@@ -2,7 +2,9 @@
 //! empty channel, and how to wake them.
 //!
 //! A blocking operation registers here ([`Waiters::register`]), then issues
-//! `fence(SeqCst)`, then re-checks the ring before parking. The peer, after
+//! `fence(SeqCst)` (not needed on a [`WaitList`] when the re-check is a
+//! read-modify-write of the peer's claim word: see `chan.rs`, `wait_on`),
+//! then re-checks the ring before parking. The peer, after
 //! changing the ring, looks for waiters ([`Waiters::notify_one`]); in
 //! between it is ordered against the waiter either by its own
 //! `fence(SeqCst)` (a lone side, whose progress is a plain store) or by its
@@ -42,6 +44,12 @@ use crate::updt::UpdtCell;
 pub trait Waiters: Send + Sync + 'static {
     /// What a registered waiter holds until it leaves.
     type Ticket: Copy;
+
+    /// Whether registering and [`notify_all`](Waiters::notify_all) take
+    /// the same lock, so that a waiter and a disconnection that race are
+    /// ordered by it: whichever takes the lock second sees the other (the
+    /// waiter in the list, or the flag stored before the lock).
+    const LOCKED: bool;
 
     fn new() -> Self;
 
@@ -201,6 +209,8 @@ impl<L: RawLock> WaitList<L> {
 
 impl<L: RawLock + 'static> Waiters for WaitList<L> {
     type Ticket = Key;
+
+    const LOCKED: bool = true;
 
     fn new() -> Self {
         Self::empty()
@@ -502,6 +512,10 @@ impl<const LONE_WAKER: bool> Drop for CountOut<'_, LONE_WAKER> {
 
 impl<const LONE_WAKER: bool> Waiters for WaiterSlot<LONE_WAKER> {
     type Ticket = SlotTicket;
+
+    // Registering is a store of `waiting`, ordered against a disconnection
+    // only by the waiter's fence.
+    const LOCKED: bool = false;
 
     fn new() -> Self {
         WaiterSlot {
