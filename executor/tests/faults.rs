@@ -152,25 +152,8 @@ fn panic_hook_after_a_direct_hand_off_has_room() {
             .stack_size(16 * 1024)
             .build()
             .unwrap();
-        let (tx, rx) = swco_channel::spsc::bounded::<u32>(1);
-        let (back_tx, back_rx) = swco_channel::spsc::bounded::<u32>(1);
-        let boom = rt
-            .spawn_on(0, move || -> u32 {
-                let n = rx.recv().unwrap();
-                back_tx.send(n).unwrap();
-                panic!("boom after a hand-off");
-            })
-            .unwrap();
-        // Parked first, so that the sender's wake and park hand off to it.
-        while rt.stats().executors[0].blocks == 0 {
-            thread::yield_now();
-        }
-        let sender = rt
-            .spawn_on(0, move || {
-                tx.send(1).unwrap();
-                back_rx.recv().unwrap()
-            })
-            .unwrap();
+        let (boom, sender) =
+            common::after_a_direct_hand_off(&rt, 0, || -> u32 { panic!("boom after a hand-off") });
         assert_eq!(sender.join().unwrap(), 1);
         let err = boom.join().unwrap_err();
         assert_eq!(err.panic_message(), Some("boom after a hand-off"));

@@ -14,14 +14,20 @@ fn run_child(name: &str) -> (ExitStatus, String) {
     common::exited(name, common::run_child(name))
 }
 
+/// Two executors with 32 KiB stacks: what `common::assert_overflow_report`
+/// expects of a coroutine that overflows on executor 1.
+fn overflow_runtime() -> swco_executor::Runtime {
+    swco_executor::Runtime::builder()
+        .executors(2)
+        .stack_size(32 * 1024)
+        .build()
+        .unwrap()
+}
+
 #[test]
 fn stack_overflow_prints_a_clear_message_and_aborts() {
     if in_child() {
-        let rt = swco_executor::Runtime::builder()
-            .executors(2)
-            .stack_size(32 * 1024)
-            .build()
-            .unwrap();
+        let rt = overflow_runtime();
         let h = rt.spawn_on(1, || recurse(0)).unwrap();
         let _ = h.join();
         unreachable!("the overflow should have aborted the process");
@@ -36,31 +42,8 @@ fn stack_overflow_prints_a_clear_message_and_aborts() {
 #[test]
 fn stack_overflow_after_a_direct_hand_off_is_reported() {
     if in_child() {
-        let rt = swco_executor::Runtime::builder()
-            .executors(2)
-            .stack_size(32 * 1024)
-            .build()
-            .unwrap();
-        let (tx, rx) = swco_channel::spsc::bounded::<u32>(1);
-        let (back_tx, back_rx) = swco_channel::spsc::bounded::<u32>(1);
-        // Parked on `rx` first; the sender's wake and park then run it by
-        // a direct hand-off, and it overflows there.
-        let deep = rt
-            .spawn_on(1, move || {
-                let n = rx.recv().unwrap();
-                back_tx.send(n).unwrap();
-                recurse(0)
-            })
-            .unwrap();
-        while rt.stats().executors[1].blocks == 0 {
-            std::thread::yield_now();
-        }
-        let sender = rt
-            .spawn_on(1, move || {
-                tx.send(1).unwrap();
-                back_rx.recv().unwrap()
-            })
-            .unwrap();
+        let rt = overflow_runtime();
+        let (deep, sender) = common::after_a_direct_hand_off(&rt, 1, || recurse(0));
         let _ = sender.join();
         let _ = deep.join();
         unreachable!("the overflow should have aborted the process");

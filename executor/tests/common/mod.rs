@@ -161,3 +161,37 @@ pub fn assert_overflow_report(status: ExitStatus, stderr: &str, what: &str) {
         assert_eq!(status.signal(), Some(SIGABRT), "{what}: stderr: {stderr}");
     }
 }
+
+/// Runs `then` in a coroutine of executor `cpe` that a direct hand-off
+/// resumes: it parks on a channel first; then a second coroutine of the
+/// same executor sends to it and waits for its answer, so the send's wake
+/// and the wait's park hand the thread over, and `then` runs on top of the
+/// sender's stack. Returns the join handles of that coroutine (its `then`'s
+/// result) and of the sender (the answer, 1).
+pub fn after_a_direct_hand_off<R: Send + 'static>(
+    rt: &swco_executor::Runtime,
+    cpe: usize,
+    then: impl FnOnce() -> R + Send + 'static,
+) -> (swco_executor::JoinHandle<R>, swco_executor::JoinHandle<u32>) {
+    let (tx, rx) = swco_channel::spsc::bounded::<u32>(1);
+    let (back_tx, back_rx) = swco_channel::spsc::bounded::<u32>(1);
+    let blocks_before = rt.stats().executors[cpe].blocks;
+    let woken = rt
+        .spawn_on(cpe, move || {
+            let n = rx.recv().unwrap();
+            back_tx.send(n).unwrap();
+            then()
+        })
+        .unwrap();
+    // Parked first, so that the sender's wake and park hand off to it.
+    while rt.stats().executors[cpe].blocks == blocks_before {
+        thread::yield_now();
+    }
+    let sender = rt
+        .spawn_on(cpe, move || {
+            tx.send(1).unwrap();
+            back_rx.recv().unwrap()
+        })
+        .unwrap();
+    (woken, sender)
+}
