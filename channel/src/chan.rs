@@ -41,7 +41,7 @@ use crate::backoff::Backoff;
 use crate::claim::Cursor;
 use crate::error::{RecvTimeoutError, TryRecvError};
 use crate::hook::{self, Park};
-use crate::rendezvous::{rethrow_deferred, Arrival, Rendezvous, Side};
+use crate::rendezvous::{rethrow_deferred, Arrival, Peers, Rendezvous, Side};
 use crate::ring::{Readiness, Ring, Turn};
 use crate::spaced::{gap, Gap, Spaced};
 use crate::sync::{fence, Ordering};
@@ -148,7 +148,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     #[inline]
     pub(crate) fn still_full(&self) -> bool {
         if let Some(zero) = self.zero() {
-            return !zero.has_receivers() && !self.receivers_gone();
+            return !zero.has_peers_locked(Side::Recv) && !self.receivers_gone();
         }
         let head = self.rx.position_for_waiter();
         let tail = self.tx.position();
@@ -159,7 +159,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     #[inline]
     pub(crate) fn still_empty(&self) -> bool {
         if let Some(zero) = self.zero() {
-            return !zero.has_senders() && !self.senders_gone();
+            return !zero.has_peers_locked(Side::Send) && !self.senders_gone();
         }
         self.tx.position_for_waiter() == self.rx.position() && !self.senders_gone()
     }
@@ -605,12 +605,10 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
                     std::mem::forget(back);
                     Err(Unsent::Disconnected)
                 }
-                Arrival::Queued(_) | Arrival::QueuedFramed => unreachable!("no waker was given"),
+                Arrival::Queued(_) => unreachable!("no waker was given"),
             };
         };
-        match zero.wait(Side::Send, Some(copy), park, deadline, &gone, &|side| {
-            self.zero_queued(side)
-        }) {
+        match zero.wait(Side::Send, Some(copy), park, deadline, self) {
             Ok(_) => Ok(()),
             Err((back, timed_out)) => {
                 std::mem::forget(back);
@@ -635,24 +633,15 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     /// A blocking receive on a zero-capacity channel.
     fn zero_recv(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
         let zero = self.zero().expect("a zero-capacity channel");
-        hook::with_current(|park| {
-            zero.wait(
-                Side::Recv,
-                None,
-                park,
-                deadline,
-                &|| self.senders_gone(),
-                &|side| self.zero_queued(side),
-            )
-        })
-        .map(|got| got.expect("a served receiver has a message"))
-        .map_err(|(_, timed_out)| {
-            if timed_out {
-                RecvTimeoutError::Timeout
-            } else {
-                RecvTimeoutError::Disconnected
-            }
-        })
+        hook::with_current(|park| zero.wait(Side::Recv, None, park, deadline, self))
+            .map(|got| got.expect("a served receiver has a message"))
+            .map_err(|(_, timed_out)| {
+                if timed_out {
+                    RecvTimeoutError::Timeout
+                } else {
+                    RecvTimeoutError::Disconnected
+                }
+            })
     }
 
     // ---- endpoints -------------------------------------------------------
@@ -783,5 +772,29 @@ impl<W: Waiters> Drop for Registered<'_, W> {
     /// Only reached when unwinding out of `park` (or the re-check).
     fn drop(&mut self) {
         self.waiters.abandon(self.ticket);
+    }
+}
+
+/// A zero-capacity channel, as its rendezvous's blocking `wait` sees it.
+impl<T, M: Mode, P: Protocol> Peers for Chan<T, M, P> {
+    #[inline]
+    fn gone(&self, side: Side) -> bool {
+        self.peers_gone(side)
+    }
+
+    /// Whether a select or future of the other side may be waiting on its
+    /// waiter list for a partner: a plain look, under the rendezvous lock,
+    /// whose re-check (`Rendezvous::has_peers_locked`) takes the same lock.
+    #[inline]
+    fn watched(&self, side: Side) -> bool {
+        match side {
+            Side::Send => self.receivers.may_have_waiters(),
+            Side::Recv => self.senders.may_have_waiters(),
+        }
+    }
+
+    #[inline]
+    fn notify(&self, side: Side) {
+        self.zero_queued(side);
     }
 }

@@ -455,7 +455,7 @@ fn poll_rendezvous<T, M: Mode, P: Protocol>(
             chan.zero_queued(side);
             Poll::Pending
         }
-        Arrival::Nobody(_) | Arrival::QueuedFramed => unreachable!("a shared waiter was asked for"),
+        Arrival::Nobody(_) => unreachable!("a shared waiter was asked for"),
     }
 }
 

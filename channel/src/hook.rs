@@ -82,6 +82,16 @@ pub trait Park {
         waker.will_wake(&self.waker())
     }
 
+    /// A waker like [`waker`](Park::waker)'s, lent rather than made, for as
+    /// long as this context is borrowed: a blocking operation that waits
+    /// through this borrow uses it instead of making (and later dropping) a
+    /// waker of its own, which for a reference-counted waker is two atomic
+    /// read-modify-writes per block. `None` (the default) when there is
+    /// none to lend; the caller then asks [`waker`](Park::waker).
+    fn waker_ref(&self) -> Option<&Waker> {
+        None
+    }
+
     /// Blocks until woken through a waker from [`waker`](Park::waker), or
     /// until `deadline` has passed. May return spuriously. A wake delivered
     /// before this call makes it return at once.

@@ -47,6 +47,7 @@
 use std::any::Any;
 use std::cell::Cell;
 use std::collections::VecDeque;
+use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
 use std::task::Waker;
@@ -184,7 +185,7 @@ pub(crate) struct Packet<T> {
     msg: UnsafeCell<Option<T>>,
     /// Wakes the owner. Replaced (under the lock) when an async owner is
     /// polled with another waker.
-    waker: UnsafeCell<Waker>,
+    waker: UnsafeCell<PacketWaker>,
     /// A select's packet: its token and the operation's index.
     token: Option<(Arc<Token>, usize)>,
 }
@@ -198,7 +199,7 @@ unsafe impl<T: Send> Send for Packet<T> {}
 
 impl<T> Packet<T> {
     /// A packet for a blocking `wait`'s frame.
-    fn framed(msg: Option<T>, waker: Waker) -> Self {
+    fn framed(msg: Option<T>, waker: PacketWaker) -> Self {
         Packet {
             state: UpdtCell::new(WAITING),
             msg: UnsafeCell::new(msg),
@@ -211,15 +212,68 @@ impl<T> Packet<T> {
     fn new(msg: Option<T>, waker: Waker, token: Option<(Arc<Token>, usize)>) -> Arc<Self> {
         Arc::new(Packet {
             token,
-            ..Packet::framed(msg, waker)
+            ..Packet::framed(msg, PacketWaker::owned(waker))
         })
     }
 
-    /// Takes the message out of a packet its owner holds alone (settled).
+    /// Takes the message out of a packet its owner holds alone (settled,
+    /// or never queued).
     fn take_settled(&self) -> Option<T> {
         // SAFETY: the state is no longer WAITING (Acquire load by our
-        // caller, or under the lock): no peer touches the packet any more.
+        // caller, or under the lock), or the packet was never queued: no
+        // peer touches it.
         self.msg.with_mut(|m| unsafe { (*m).take() })
+    }
+}
+
+/// A packet's waker: its own, or one its framed owner's [`Park`] lends for
+/// the whole wait ([`Park::waker_ref`]), which saves a coroutine the
+/// reference count a waker of its own would move twice per block.
+pub(crate) struct PacketWaker {
+    waker: ManuallyDrop<Waker>,
+    /// Whether `waker` is ours to drop.
+    owned: bool,
+}
+
+impl PacketWaker {
+    fn owned(waker: Waker) -> Self {
+        PacketWaker {
+            waker: ManuallyDrop::new(waker),
+            owned: true,
+        }
+    }
+
+    /// A copy of `waker` that is never dropped.
+    ///
+    /// # Safety
+    /// `waker` must stay alive while the copy is used: the packet that holds
+    /// it is framed in the `wait` of the park that lent it (invariant 3).
+    unsafe fn lent(waker: &Waker) -> Self {
+        PacketWaker {
+            // SAFETY: a bitwise copy that is never dropped (`owned` is
+            // false), so the count it does not own never moves; the caller
+            // keeps the original alive while it is used.
+            waker: ManuallyDrop::new(unsafe { std::ptr::read(waker) }),
+            owned: false,
+        }
+    }
+}
+
+impl std::ops::Deref for PacketWaker {
+    type Target = Waker;
+
+    #[inline]
+    fn deref(&self) -> &Waker {
+        &self.waker
+    }
+}
+
+impl Drop for PacketWaker {
+    fn drop(&mut self) {
+        if self.owned {
+            // SAFETY: ours, and dropped once: this is the only place.
+            unsafe { ManuallyDrop::drop(&mut self.waker) }
+        }
     }
 }
 
@@ -239,24 +293,11 @@ pub(crate) enum Arrival<T> {
     Served(Option<T>),
     /// Nobody was waiting; the packet is queued (only when asked to wait).
     Queued(Arc<Packet<T>>),
-    /// Nobody was waiting; the packet is queued in the caller's frame
-    /// (`Wait::Framed`).
-    QueuedFramed,
     /// Nobody was waiting and the caller does not wait: a sender's message
     /// comes back.
     Nobody(Option<T>),
     /// The other side is gone: a sender's message comes back.
     Disconnected(Option<T>),
-}
-
-/// How a party that finds nobody waits, if it does.
-enum Wait<'a, T> {
-    /// It does not wait.
-    No,
-    /// In a shared packet, with the waker this makes.
-    Shared(&'a dyn Fn() -> Waker),
-    /// In a packet put in this slot of its frame, with the waker this makes.
-    Framed(&'a mut Option<Packet<T>>, &'a dyn Fn() -> Waker),
 }
 
 /// A queued packet: shared with its owner (a future's, a select's, or a
@@ -298,6 +339,7 @@ impl<T> Entry<T> {
     fn wake(self, state: usize) {
         struct Release<'a>(&'a UpdtCell, usize);
         impl Drop for Release<'_> {
+            #[inline]
             fn drop(&mut self) {
                 // Release: the owner may reuse the frame once it loads this.
                 self.0.store(self.1, Ordering::Release);
@@ -308,6 +350,19 @@ impl<T> Entry<T> {
         // SAFETY: a settled packet's waker is only replaced under the lock
         // by its owner while WAITING, which it no longer is.
         packet.waker.with(|w| unsafe { (*w).wake_by_ref() });
+    }
+}
+
+impl<T> Entry<T> {
+    /// Wakes the owner of a packet just served. A waker may panic, and a
+    /// sender's caller still holds a copy of the message it just handed
+    /// over: the panic goes on only once that copy is forgotten
+    /// (`rethrow_deferred`).
+    #[inline]
+    fn wake_served(self) {
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| self.wake(DONE))) {
+            defer(payload);
+        }
     }
 }
 
@@ -378,6 +433,7 @@ impl<T, L: RawLock> Rendezvous<T, L> {
         }
     }
 
+    #[inline(always)]
     fn locked<R>(&self, f: impl FnOnce(&mut Queues<T>) -> R) -> R {
         self.lock.lock();
         // SAFETY: we hold the lock, so nobody else touches the queues.
@@ -387,11 +443,33 @@ impl<T, L: RawLock> Rendezvous<T, L> {
     }
 
     fn store_lens(&self, q: &Queues<T>) {
+        self.store_len(q, Side::Send);
+        self.store_len(q, Side::Recv);
+    }
+
+    /// Mirrors the length of `side`'s queue, after a change to it.
+    #[inline]
+    fn store_len(&self, q: &Queues<T>, side: Side) {
         // Relaxed: hints for readiness checks; a waiter's re-check is
         // ordered by its registration's fence and the queuer's notify.
-        self.senders_len.store(q.senders.len(), Ordering::Relaxed);
-        self.receivers_len
-            .store(q.receivers.len(), Ordering::Relaxed);
+        match side {
+            Side::Send => self.senders_len.store(q.senders.len(), Ordering::Relaxed),
+            Side::Recv => self
+                .receivers_len
+                .store(q.receivers.len(), Ordering::Relaxed),
+        }
+    }
+
+    /// Whether a party of `side` is queued, looked at under the lock: the
+    /// re-check of a select or future of the other side, registered on its
+    /// waiter list and waiting for a partner to appear. A blocking `wait`
+    /// that queues looks at that list under the same lock (`watched`), so
+    /// either this sees its packet or it sees the registration and
+    /// notifies: the lock orders the two, and no fence is needed on the
+    /// queuing side (an uncontended blocking hand-off, the common case,
+    /// pays none).
+    pub(crate) fn has_peers_locked(&self, side: Side) -> bool {
+        self.locked(|q| !q.of(side).is_empty())
     }
 
     /// Whether a blocked sender is waiting (so a receive would complete).
@@ -416,7 +494,7 @@ impl<T, L: RawLock> Rendezvous<T, L> {
         other_gone: &dyn Fn() -> bool,
     ) -> Arrival<T> {
         let wait = match waker {
-            Some(make_waker) => Wait::Shared(make_waker),
+            Some(make_waker) => Some(make_waker),
             None => {
                 // A try that finds no peer queued changes nothing, so it
                 // need not take the lock to say so: every blocking `recv`
@@ -437,92 +515,93 @@ impl<T, L: RawLock> Rendezvous<T, L> {
                         Arrival::Nobody(msg)
                     };
                 }
-                Wait::No
+                None
             }
         };
-        self.arrive_at(side, msg, wait, other_gone, false)
+        self.arrive_at(side, msg, wait, &other_gone, false)
     }
 
-    /// [`arrive`](Self::arrive), queuing as `wait` says, at the front of the
-    /// side's queue if `first`. With `Wait::Framed` the packet is put in the
-    /// caller's slot and the answer is [`Arrival::QueuedFramed`].
-    fn arrive_at(
+    /// [`arrive`](Self::arrive), queuing a shared packet with the waker
+    /// `wait` makes, if given, at the front of the side's queue if `first`.
+    #[inline(always)]
+    fn arrive_at<W: FnOnce() -> Waker>(
         &self,
         side: Side,
         msg: Option<T>,
-        wait: Wait<'_, T>,
-        other_gone: &dyn Fn() -> bool,
+        wait: Option<W>,
+        other_gone: &impl Fn() -> bool,
         first: bool,
     ) -> Arrival<T> {
         let mut msg = msg;
+        let mut wait = wait;
         let served = self.locked(|q| {
-            let peers = q.of(side.other());
-            while let Some(peer) = peers.pop_front() {
-                let packet = peer.packet();
-                if let Some((token, index)) = &packet.token {
-                    if !token.decide(index + 1) {
-                        // Stale: its select completed something else (a
-                        // select's packet is shared: nobody to hand to).
-                        peer.settle(DISMISSED);
-                        continue;
-                    }
-                }
-                // SAFETY: under the lock, on a packet still WAITING (a
-                // queued packet is WAITING): nobody else touches it.
-                packet.msg.with_mut(|m| unsafe {
-                    match side {
-                        Side::Send => *m = msg.take(),
-                        Side::Recv => msg = (*m).take(),
-                    }
-                });
-                // The message moved above is the owner's once it loads
-                // DONE (Acquire).
-                peer.settle(DONE);
-                self.store_lens(q);
+            if let Some(peer) = self.serve_locked(q, side, &mut msg) {
                 return Ok(peer);
             }
-            // Stale packets may have been dropped from the queue above.
-            self.store_lens(q);
             if other_gone() {
                 return Err(None);
             }
-            let (entry, queued) = match wait {
-                Wait::No => return Err(None),
-                Wait::Shared(make_waker) => {
-                    let packet = Packet::new(msg.take(), make_waker(), None);
-                    (Entry::Shared(packet.clone()), Arrival::Queued(packet))
-                }
-                Wait::Framed(slot, make_waker) => {
-                    let packet = slot.insert(Packet::framed(msg.take(), make_waker()));
-                    (
-                        Entry::Framed(NonNull::from(&*packet)),
-                        Arrival::QueuedFramed,
-                    )
-                }
-            };
+            let make_waker = wait.take().ok_or(None)?;
+            let packet = Packet::new(msg.take(), make_waker(), None);
+            let entry = Entry::Shared(packet.clone());
             let queue = q.of(side);
             if first {
                 queue.push_front(entry);
             } else {
                 queue.push_back(entry);
             }
-            self.store_lens(q);
-            Err(Some(queued))
+            self.store_len(q, side);
+            Err(Some(packet))
         });
         match served {
             Ok(peer) => {
-                // A waker may panic, and a sender's caller still holds a
-                // copy of the message it just handed over: the panic goes
-                // on only once that copy is forgotten (`rethrow_deferred`).
-                if let Err(payload) = catch_unwind(AssertUnwindSafe(|| peer.wake(DONE))) {
-                    defer(payload);
-                }
+                peer.wake_served();
                 Arrival::Served(msg)
             }
-            Err(Some(queued)) => queued,
+            Err(Some(packet)) => Arrival::Queued(packet),
             Err(None) if other_gone() => Arrival::Disconnected(msg),
             Err(None) => Arrival::Nobody(msg),
         }
+    }
+
+    /// Under the lock, a party of `side` meets the oldest live packet of the
+    /// other side, if one waits: moves the message (`msg` into a receiver's
+    /// packet, or a sender's into `msg`) and settles the packet `DONE`, to be
+    /// woken ([`Entry::wake_served`]) once the lock is released. Stale
+    /// select packets met on the way are dismissed (invariant 5).
+    #[inline(always)]
+    fn serve_locked(&self, q: &mut Queues<T>, side: Side, msg: &mut Option<T>) -> Option<Entry<T>> {
+        let peers = q.of(side.other());
+        if peers.is_empty() {
+            return None;
+        }
+        while let Some(peer) = peers.pop_front() {
+            let packet = peer.packet();
+            if let Some((token, index)) = &packet.token {
+                if !token.decide(index + 1) {
+                    // Stale: its select completed something else (a
+                    // select's packet is shared: nobody to hand to).
+                    peer.settle(DISMISSED);
+                    continue;
+                }
+            }
+            // SAFETY: under the lock, on a packet still WAITING (a queued
+            // packet is WAITING): nobody else touches it.
+            packet.msg.with_mut(|m| unsafe {
+                match side {
+                    Side::Send => *m = msg.take(),
+                    Side::Recv => *msg = (*m).take(),
+                }
+            });
+            // The message moved above is the owner's once it loads DONE
+            // (Acquire).
+            peer.settle(DONE);
+            self.store_len(q, side.other());
+            return Some(peer);
+        }
+        // Only stale packets were there.
+        self.store_len(q, side.other());
+        None
     }
 
     /// A blocked select queues a receiver's packet for its operation
@@ -594,7 +673,7 @@ impl<T, L: RawLock> Rendezvous<T, L> {
                 // the waker only after settling the packet under the lock.
                 packet.waker.with_mut(|w| unsafe {
                     if !(*w).will_wake(waker) {
-                        *w = waker.clone();
+                        *w = PacketWaker::owned(waker.clone());
                     }
                 });
             }
@@ -616,13 +695,7 @@ impl<T, L: RawLock> Rendezvous<T, L> {
             fn wake(self: std::sync::Arc<Self>) {}
         }
         let nobody = || Waker::from(std::sync::Arc::new(Nobody));
-        match self.arrive_at(
-            Side::Send,
-            Some(msg),
-            Wait::Shared(&nobody),
-            receivers_gone,
-            true,
-        ) {
+        match self.arrive_at(Side::Send, Some(msg), Some(nobody), &receivers_gone, true) {
             Arrival::Queued(_) => true,
             // Served, or no receiver left: dropped with the channel's end.
             _ => false,
@@ -664,24 +737,53 @@ impl<T, L: RawLock> Rendezvous<T, L> {
         msg: Option<T>,
         park: &dyn Park,
         deadline: Option<Instant>,
-        other_gone: &dyn Fn() -> bool,
-        queued: &dyn Fn(Side),
+        chan: &impl Peers,
     ) -> Result<Option<T>, (Option<T>, bool)> {
-        let mut slot = None;
-        let make_waker = || park.waker();
-        match self.arrive_at(
-            side,
-            msg,
-            Wait::Framed(&mut slot, &make_waker),
-            other_gone,
-            false,
-        ) {
-            Arrival::Served(got) => return Ok(got),
-            Arrival::Disconnected(back) => return Err((back, false)),
-            Arrival::QueuedFramed => {}
-            Arrival::Nobody(_) | Arrival::Queued(_) => unreachable!("queued in the frame"),
+        let other_gone = || chan.gone(side);
+        let waker = match park.waker_ref() {
+            // SAFETY: the park lends it for as long as it is borrowed, which
+            // is the whole of this call, and the packet it goes in is framed
+            // here: out of its queue, and no longer read by any peer, before
+            // this call returns or unwinds (invariant 3).
+            Some(lent) => unsafe { PacketWaker::lent(lent) },
+            None => PacketWaker::owned(park.waker()),
+        };
+        // Made before the lock, in this frame, which it does not leave: a
+        // peer reaches it only through its queue (invariant 3).
+        let packet = &Packet::framed(msg, waker);
+        let met = self.locked(|q| {
+            // SAFETY: the packet is not queued yet: ours alone.
+            let served = packet
+                .msg
+                .with_mut(|m| self.serve_locked(q, side, unsafe { &mut *m }));
+            if let Some(peer) = served {
+                return Met::Served(peer);
+            }
+            if other_gone() {
+                return Met::Gone;
+            }
+            q.of(side).push_back(Entry::Framed(NonNull::from(packet)));
+            self.store_len(q, side);
+            // A plain look, ordered by this lock (see `has_peers_locked`).
+            Met::Queued {
+                watched: chan.watched(side),
+            }
+        });
+        match met {
+            // Served at once: a receiver's message is in its packet now.
+            Met::Served(peer) => {
+                peer.wake_served();
+                return Ok(packet.take_settled());
+            }
+            Met::Gone => return Err((packet.take_settled(), false)),
+            Met::Queued { watched } => {
+                // A select or a future of the other side may be waiting for
+                // a partner to appear.
+                if watched {
+                    chan.notify(side);
+                }
+            }
         }
-        let packet = slot.as_ref().expect("a framed packet was queued");
         // Whatever happens from here (a panicking waker in `queued`, an
         // unwinding park), the packet leaves its queue before this frame
         // does (invariant 3).
@@ -691,9 +793,6 @@ impl<T, L: RawLock> Rendezvous<T, L> {
             packet,
             armed: true,
         };
-        // A select or a future of the other side may be waiting for a
-        // partner to appear.
-        queued(side);
         let settled = loop {
             match self.look(packet) {
                 Settled::Waiting => {}
@@ -740,6 +839,33 @@ impl<T, L: RawLock> Rendezvous<T, L> {
             Settled::Waiting => unreachable!(),
         }
     }
+}
+
+/// What a blocking [`Rendezvous::wait`] needs of its channel, about the
+/// side its party meets.
+pub(crate) trait Peers {
+    /// Whether the other side's endpoints are all gone; read under the lock
+    /// (invariant 4).
+    fn gone(&self, side: Side) -> bool;
+
+    /// Under the lock, right after a packet of `side` was queued: whether a
+    /// select or future of the other side may be registered on its waiter
+    /// list, waiting for a partner (see [`Rendezvous::has_peers_locked`]).
+    fn watched(&self, side: Side) -> bool;
+
+    /// After the lock, if [`watched`](Peers::watched): wakes one of them.
+    fn notify(&self, side: Side);
+}
+
+/// What a blocking `wait` found under the lock.
+enum Met<T> {
+    /// A peer of the other side, served.
+    Served(Entry<T>),
+    /// Nobody, and the other side is gone.
+    Gone,
+    /// Nobody: the packet is queued; `watched` if a select or future of the
+    /// other side may be registered on that side's waiter list.
+    Queued { watched: bool },
 }
 
 /// Takes a framed packet out of its queue if its `wait` leaves early

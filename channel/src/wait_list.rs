@@ -93,6 +93,14 @@ pub trait Waiters: Send + Sync + 'static {
     /// between the progress and its look at the waiters.
     fn notify_one(&self, fence: bool);
 
+    /// Whether a waiter may be registered: a plain look, for a caller that
+    /// is ordered against registrations by other means than a fence (a
+    /// zero-capacity channel's queuer, under the rendezvous lock that a
+    /// waiter's re-check takes after registering). `false` means no waiter
+    /// registered before that ordering point; `true` is only a hint, to be
+    /// followed by [`notify_one`](Waiters::notify_one).
+    fn may_have_waiters(&self) -> bool;
+
     /// Wakes every waiter (disconnection). The caller has already issued
     /// `fence(SeqCst)` after storing its flag.
     fn notify_all(&self);
@@ -255,6 +263,11 @@ impl<L: RawLock + 'static> Waiters for WaitList<L> {
             }
             self.wake_one();
         }
+    }
+
+    #[inline]
+    fn may_have_waiters(&self) -> bool {
+        self.has_waiters()
     }
 
     fn notify_all(&self) {
@@ -628,6 +641,13 @@ impl<const LONE_WAKER: bool> Waiters for WaiterSlot<LONE_WAKER> {
     fn notify_many(&self, fence_first: bool, _: usize) {
         // One waiter at a time here; the queued ones follow when it leaves.
         self.notify(fence_first);
+    }
+
+    #[inline]
+    fn may_have_waiters(&self) -> bool {
+        // Relaxed: the caller's ordering makes a registration before it
+        // visible (see the trait).
+        self.waiting.load(Ordering::Relaxed) != 0
     }
 
     fn notify_all(&self) {

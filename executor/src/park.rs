@@ -14,6 +14,7 @@
 //!   never slept through.
 
 use std::cell::Cell;
+use std::mem::ManuallyDrop;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::task::Waker;
@@ -74,18 +75,20 @@ impl Park for CoroutinePark {
 
     fn will_wake(&self, waker: &Waker) -> bool {
         match self.running() {
-            Some((_, header)) => {
-                // A waker for the running coroutine that owns no count: the
-                // `Arc` inside is never dropped, so the count never moves.
-                // SAFETY: the pointer is that of a live `Arc<TaskHeader>`
-                // (`header`, which outlives this borrow), and `ManuallyDrop`
-                // keeps the borrowed `Arc` from being released.
-                let this = std::mem::ManuallyDrop::new(Self::header_waker(unsafe {
-                    Arc::from_raw(Arc::as_ptr(header))
-                }));
-                waker.will_wake(&this)
-            }
+            Some((_, header)) => match &header.lent {
+                Some(this) => waker.will_wake(this),
+                None => waker.will_wake(&lent_waker(header)),
+            },
             None => self.fallback.will_wake(waker),
+        }
+    }
+
+    fn waker_ref(&self) -> Option<&Waker> {
+        match self.running() {
+            // The running coroutine's header lives as long as its task,
+            // which outlives any borrow of this hook the coroutine holds.
+            Some((_, header)) => header.lent.as_deref(),
+            None => self.fallback.waker_ref(),
         }
     }
 
@@ -118,6 +121,17 @@ impl Park for CoroutinePark {
             None => self.fallback.spin_before_park(),
         }
     }
+}
+
+/// A waker for `header`'s coroutine that owns no reference count: valid
+/// while `header` is alive, and never to be dropped (`ManuallyDrop`).
+pub(crate) fn lent_waker(header: &Arc<TaskHeader>) -> ManuallyDrop<Waker> {
+    // SAFETY: the pointer is that of a live `Arc<TaskHeader>`, and
+    // `ManuallyDrop` keeps the `Arc` made from it from being released, so
+    // the count never moves.
+    ManuallyDrop::new(CoroutinePark::header_waker(unsafe {
+        Arc::from_raw(Arc::as_ptr(header))
+    }))
 }
 
 /// Installs the park hook on this thread for `local`, the thread's

@@ -8,8 +8,10 @@
 //!   home executor thread. Other threads only ever see its [`TaskHeader`]
 //!   (wake state, slot, home), which is `Send + Sync`.
 
+use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::task::Waker;
 use std::time::Instant;
 
 use corosensei::{Coroutine, Yielder};
@@ -49,6 +51,13 @@ pub(crate) struct TaskHeader {
     /// Where its stack lies and where it last parked, for the wake that
     /// prefetches its frames.
     pub(crate) parked: ParkedAt,
+    /// A waker for this coroutine that owns no reference count, lent to
+    /// blocking channel operations for the length of a wait
+    /// (`Park::waker_ref`): the header outlives every wait of its
+    /// coroutine. Set once, right after the header is made
+    /// (`park::lent_waker`); it points at the header itself, so it stays
+    /// right when the header is reused.
+    pub(crate) lent: Option<ManuallyDrop<Waker>>,
 }
 
 /// Where a coroutine's stack is, and about where its stack pointer was and
@@ -151,6 +160,7 @@ impl TaskHeader {
             home,
             cancel_raised: AtomicBool::new(false),
             parked: ParkedAt::new(stack_top, body),
+            lent: None,
         }
     }
 }

@@ -128,6 +128,45 @@ fn select_meets_a_select<P: Protocol>() {
     drop(rx);
 }
 
+/// A select sending on a rendezvous channel waits on the senders' waiter
+/// list for a receiver to appear; a blocking receiver then queues its
+/// packet. The receiver's look at that list under the rendezvous lock and
+/// the select's re-check under the same lock order the two: either the
+/// select sees the packet, or the receiver sees the registration and wakes
+/// it. A missed one leaves both parked (a deadlock loom reports).
+fn select_send_meets_a_blocking_receiver<M: Mode, P: Protocol>() {
+    let (tx, rx) = bounded_in::<u32, M, P>(0);
+    let receiver = thread::spawn(move || (rx.recv(), rx));
+    select! {
+        send(tx, 7) -> res => res.expect("the receiver is alive"),
+    }
+    let (got, rx) = receiver.join().unwrap();
+    assert_eq!(got, Ok(7));
+    assert!(tx.try_send(8).is_err(), "no stale packet");
+    drop(rx);
+}
+
+model!(
+    cas_spsc_select_send_meets_a_blocking_receiver,
+    3,
+    select_send_meets_a_blocking_receiver::<Spsc, Cas>()
+);
+model!(
+    updt_spsc_select_send_meets_a_blocking_receiver,
+    3,
+    select_send_meets_a_blocking_receiver::<Spsc, Updt>()
+);
+model!(
+    cas_mpmc_select_send_meets_a_blocking_receiver,
+    3,
+    select_send_meets_a_blocking_receiver::<Mpmc, Cas>()
+);
+model!(
+    updt_mpmc_select_send_meets_a_blocking_receiver,
+    3,
+    select_send_meets_a_blocking_receiver::<Mpmc, Updt>()
+);
+
 model!(
     cas_select_meets_a_rendezvous_sender,
     4,

@@ -369,7 +369,12 @@ impl Local {
             }
             debug_assert!(false, "a spare header is referenced");
         }
-        Arc::new(TaskHeader::new(slot, self.shared.clone(), top, body))
+        let mut header = Arc::new(TaskHeader::new(slot, self.shared.clone(), top, body));
+        let lent = crate::park::lent_waker(&header);
+        Arc::get_mut(&mut header)
+            .expect("nothing else holds a new header")
+            .lent = Some(lent);
+        header
     }
 
     /// Keeps a finished coroutine's header for reuse if nothing else holds
