@@ -14,11 +14,17 @@
 //!    and leaves it under the lock, popped by a peer (then `DONE`), taken
 //!    back by its owner (timeout, unwinding), or dismissed by
 //!    disconnection (then `DISMISSED`).
-//! 2. **No lost wake-up.** A packet's owner makes its waker before queuing
-//!    the packet, and looks at the packet's state before every park; the
-//!    peer settles the state under the lock, then wakes the owner. A wake
-//!    that lands before the park makes the park return at once (the
-//!    [`Park`] contract).
+//! 2. **No lost wake-up.** A packet's owner puts its waker in the packet
+//!    before queuing it (a blocking `wait` in a coroutine borrows the one
+//!    its [`Park`] lends, [`Park::waker_ref`], for the whole wait), and
+//!    looks at the packet's state before every park; the peer settles the
+//!    state under the lock, then wakes the owner. A wake that lands before
+//!    the park makes the park return at once (the [`Park`] contract).
+//!    Selects and futures of the other side waiting on a waiter list for a
+//!    partner to appear re-check under the lock
+//!    ([`Rendezvous::has_peers_locked`]), and a blocking `wait` looks for
+//!    them under the lock right after queuing ([`Peers::watched`]): the
+//!    lock orders the two, so one of them sees the other without a fence.
 //! 3. **An owner leaves only with its packet settled:** it saw `DONE` or
 //!    `DISMISSED`, or took the packet out of its queue itself, under the
 //!    lock. So no peer touches a packet after its owner has let go of it.
@@ -269,6 +275,7 @@ impl std::ops::Deref for PacketWaker {
 }
 
 impl Drop for PacketWaker {
+    #[inline]
     fn drop(&mut self) {
         if self.owned {
             // SAFETY: ours, and dropped once: this is the only place.
@@ -502,8 +509,8 @@ impl<T, L: RawLock> Rendezvous<T, L> {
                 // on every hop. The mirror may lag a peer that is queuing
                 // just now; the try then takes effect before that peer
                 // queued, and a caller that goes on to wait arrives again
-                // under the lock (and a select re-checks after its fence,
-                // or is notified: `Chan::zero_queued`).
+                // under the lock (and a select re-checks under the lock,
+                // or is notified: invariant 2).
                 let peers_waiting = match side {
                     Side::Send => self.has_receivers(),
                     Side::Recv => self.has_senders(),
