@@ -245,7 +245,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
         debug_assert!(n >= 1);
         if let Some(zero) = self.zero() {
             // SAFETY: our caller's contract, for the first message.
-            return unsafe { self.zero_send_from(zero, msgs, None) }.map(|()| 1);
+            return unsafe { self.zero_try_send_from(zero, msgs) }.map(|()| 1);
         }
         if self.receivers_gone() {
             return Err(Unsent::Disconnected);
@@ -340,8 +340,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
         hook::with_current(|park| {
             if let Some(zero) = self.zero() {
                 // SAFETY: our caller's contract, for the first message.
-                return unsafe { self.zero_send_from(zero, msgs, Some((park, deadline))) }
-                    .map(|()| 1);
+                return unsafe { self.zero_send_from(zero, msgs, park, deadline) }.map(|()| 1);
             }
             let mut backoff = Backoff::new();
             loop {
@@ -575,10 +574,46 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
 
     // ---- zero capacity ---------------------------------------------------
 
-    /// A send on a zero-capacity channel, by pointer as `try_send_from` and
+    /// A send on a zero-capacity channel that does not wait: it completes
+    /// only if a receiver is waiting. By pointer as `try_send_from` and
     /// `send_from` are: a receiver that takes the message gets a bitwise
-    /// copy, and the caller forgets its own on `Ok`. Without a `park` it
-    /// does not wait: it completes only if a receiver is waiting.
+    /// copy, and the caller forgets its own on `Ok`. One call, with the
+    /// arrival inlined in it (every blocking send on a rendezvous tries
+    /// this first, and on a ping-pong it succeeds on every hop), out of a
+    /// ring's send path, which stays as small as it was.
+    ///
+    /// # Safety
+    /// As for [`try_send_from`](Chan::try_send_from).
+    #[cold]
+    #[inline(never)]
+    unsafe fn zero_try_send_from(
+        &self,
+        zero: &Rendezvous<T, P::Lock>,
+        msg: *const T,
+    ) -> Result<(), Unsent> {
+        // SAFETY: the caller vouches for `msg`; this copy is a duplicate
+        // that is either handed over (then the caller forgets its own) or
+        // forgotten below.
+        let copy = unsafe { std::ptr::read(msg) };
+        match zero.arrive(Side::Send, Some(copy), None, &|| {
+            self.peers_gone(Side::Send)
+        }) {
+            Arrival::Served(_) => Ok(()),
+            Arrival::Nobody(back) => {
+                std::mem::forget(back);
+                Err(Unsent::Full)
+            }
+            Arrival::Disconnected(back) => {
+                std::mem::forget(back);
+                Err(Unsent::Disconnected)
+            }
+            Arrival::Queued(_) => unreachable!("no waker was given"),
+        }
+    }
+
+    /// [`zero_try_send_from`](Chan::zero_try_send_from), waiting through
+    /// `park` until a receiver takes the message, until `deadline` if
+    /// there is one.
     ///
     /// # Safety
     /// As for [`try_send_from`](Chan::try_send_from).
@@ -587,27 +622,11 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
         &self,
         zero: &Rendezvous<T, P::Lock>,
         msg: *const T,
-        wait: Option<(&dyn Park, Option<Instant>)>,
+        park: &dyn Park,
+        deadline: Option<Instant>,
     ) -> Result<(), Unsent> {
-        // SAFETY: the caller vouches for `msg`; this copy is a duplicate
-        // that is either handed over (then the caller forgets its own) or
-        // forgotten below.
+        // SAFETY: as in `zero_try_send_from`.
         let copy = unsafe { std::ptr::read(msg) };
-        let gone = || self.peers_gone(Side::Send);
-        let Some((park, deadline)) = wait else {
-            return match zero.arrive(Side::Send, Some(copy), None, &gone) {
-                Arrival::Served(_) => Ok(()),
-                Arrival::Nobody(back) => {
-                    std::mem::forget(back);
-                    Err(Unsent::Full)
-                }
-                Arrival::Disconnected(back) => {
-                    std::mem::forget(back);
-                    Err(Unsent::Disconnected)
-                }
-                Arrival::Queued(_) => unreachable!("no waker was given"),
-            };
-        };
         match zero.wait(Side::Send, Some(copy), park, deadline, self) {
             Ok(_) => Ok(()),
             Err((back, timed_out)) => {
@@ -631,6 +650,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     }
 
     /// A blocking receive on a zero-capacity channel.
+    #[inline(never)]
     fn zero_recv(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
         let zero = self.zero().expect("a zero-capacity channel");
         hook::with_current(|park| zero.wait(Side::Recv, None, park, deadline, self))

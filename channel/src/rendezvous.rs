@@ -493,12 +493,13 @@ impl<T, L: RawLock> Rendezvous<T, L> {
     /// `None`. If a peer of the other side waits, serves it (or is served
     /// by it); else, if `waker` is given, queues a packet with it.
     /// `other_gone` is read under the lock (invariant 4).
+    #[inline]
     pub(crate) fn arrive(
         &self,
         side: Side,
         msg: Option<T>,
         waker: Option<&dyn Fn() -> Waker>,
-        other_gone: &dyn Fn() -> bool,
+        other_gone: &impl Fn() -> bool,
     ) -> Arrival<T> {
         let wait = match waker {
             Some(make_waker) => Some(make_waker),
@@ -738,6 +739,7 @@ impl<T, L: RawLock> Rendezvous<T, L> {
     /// dismissed or past `deadline`. `Ok` carries what a receiver got;
     /// `Err` gives a sender's message back (`Err(None)` for a receiver),
     /// with `true` for a timeout and `false` for disconnection.
+    #[inline(always)]
     pub(crate) fn wait(
         &self,
         side: Side,
@@ -758,24 +760,27 @@ impl<T, L: RawLock> Rendezvous<T, L> {
         // Made before the lock, in this frame, which it does not leave: a
         // peer reaches it only through its queue (invariant 3).
         let packet = &Packet::framed(msg, waker);
-        let met = self.locked(|q| {
-            // SAFETY: the packet is not queued yet: ours alone.
-            let served = packet
-                .msg
-                .with_mut(|m| self.serve_locked(q, side, unsafe { &mut *m }));
-            if let Some(peer) = served {
-                return Met::Served(peer);
-            }
-            if other_gone() {
-                return Met::Gone;
-            }
-            q.of(side).push_back(Entry::Framed(NonNull::from(packet)));
-            self.store_len(q, side);
-            // A plain look, ordered by this lock (see `has_peers_locked`).
-            Met::Queued {
-                watched: chan.watched(side),
-            }
-        });
+        let met = self.locked(
+            #[inline(always)]
+            |q| {
+                // SAFETY: the packet is not queued yet: ours alone.
+                let served = packet
+                    .msg
+                    .with_mut(|m| self.serve_locked(q, side, unsafe { &mut *m }));
+                if let Some(peer) = served {
+                    return Met::Served(peer);
+                }
+                if other_gone() {
+                    return Met::Gone;
+                }
+                q.of(side).push_back(Entry::Framed(NonNull::from(packet)));
+                self.store_len(q, side);
+                // A plain look, ordered by this lock (see `has_peers_locked`).
+                Met::Queued {
+                    watched: chan.watched(side),
+                }
+            },
+        );
         match met {
             // Served at once: a receiver's message is in its packet now.
             Met::Served(peer) => {
