@@ -1,0 +1,82 @@
+//! A select that sends on a zero-capacity (rendezvous) channel waits on the
+//! channel's senders' waiter list for a receiver to appear; a blocking
+//! receive that queues its packet looks at that list under the rendezvous
+//! lock and wakes the select (the select's re-check takes the same lock).
+//! Coroutines on two executors and a thread, both protocols, every message
+//! exactly once. A lost wake-up would hang, so the scenario runs in a child
+//! process.
+
+mod common;
+
+use std::thread;
+
+use common::in_child_process;
+use swco_channel::{mpmc, select, spsc, Cas, Protocol, Updt};
+use swco_executor::Runtime;
+
+/// Two selecting senders (one per executor), each offering every message
+/// on the shared rendezvous channel and on one nobody receives from;
+/// blocking receivers: a coroutine per executor and a thread.
+fn selects_send_to_blocking_receivers<P: Protocol>() {
+    const N: u64 = 5_000;
+    let rt = Runtime::builder().executors(2).build().unwrap();
+    let (tx, rx) = mpmc::bounded_with::<u64, P>(0);
+    let mut idle_receivers = Vec::new();
+    let senders: Vec<_> = (0..2u64)
+        .map(|s| {
+            let tx = tx.clone();
+            let (idle_tx, idle_rx) = spsc::bounded_with::<u64, P>(0);
+            idle_receivers.push(idle_rx);
+            rt.spawn_on(s as usize, move || {
+                for i in 0..N {
+                    let v = s * N + i;
+                    select! {
+                        send(tx, v) -> res => res.expect("the receivers are alive"),
+                        send(idle_tx, v) -> _ => panic!("nobody receives there"),
+                    }
+                }
+            })
+            .unwrap()
+        })
+        .collect();
+    drop(tx);
+    let tally =
+        |rx: mpmc::Receiver<u64, P>| rx.iter().fold((0u64, 0u64), |(n, s), v| (n + 1, s + v));
+    let coroutines: Vec<_> = (0..2)
+        .map(|e| {
+            let rx = rx.clone();
+            rt.spawn_on(e, move || tally(rx)).unwrap()
+        })
+        .collect();
+    let thread = {
+        let rx = rx.clone();
+        thread::spawn(move || tally(rx))
+    };
+    drop(rx);
+    for s in senders {
+        s.join().expect("a sender finished");
+    }
+    let mut tallies: Vec<(u64, u64)> = coroutines
+        .into_iter()
+        .map(|c| c.join().expect("a receiver finished"))
+        .collect();
+    tallies.push(thread.join().unwrap());
+    let count: u64 = tallies.iter().map(|t| t.0).sum();
+    let sum: u64 = tallies.iter().map(|t| t.1).sum();
+    assert_eq!(count, 2 * N, "every message received exactly once");
+    assert_eq!(
+        sum,
+        (2 * N) * (2 * N - 1) / 2,
+        "every message received exactly once"
+    );
+    drop(idle_receivers);
+    rt.shutdown();
+}
+
+#[test]
+fn selecting_senders_are_woken_by_blocking_receivers() {
+    in_child_process("selecting_senders_are_woken_by_blocking_receivers", || {
+        selects_send_to_blocking_receivers::<Cas>();
+        selects_send_to_blocking_receivers::<Updt>();
+    });
+}
