@@ -649,8 +649,12 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
         }
     }
 
-    /// A blocking receive on a zero-capacity channel.
-    #[inline(never)]
+    /// A blocking receive on a zero-capacity channel: inlined into `recv`,
+    /// so that a receive is one call (the wait), which matters on a switch
+    /// (every frame between the caller and its park is a return that a
+    /// resumed coroutine takes mispredicted). The wait itself is not
+    /// inlined: with a large message type that made `rustc` take minutes.
+    #[inline(always)]
     fn zero_recv(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
         let zero = self.zero().expect("a zero-capacity channel");
         hook::with_current(|park| zero.wait(Side::Recv, None, park, deadline, self))

@@ -739,7 +739,6 @@ impl<T, L: RawLock> Rendezvous<T, L> {
     /// dismissed or past `deadline`. `Ok` carries what a receiver got;
     /// `Err` gives a sender's message back (`Err(None)` for a receiver),
     /// with `true` for a timeout and `false` for disconnection.
-    #[inline(always)]
     pub(crate) fn wait(
         &self,
         side: Side,
