@@ -501,32 +501,27 @@ impl<T, L: RawLock> Rendezvous<T, L> {
         waker: Option<&dyn Fn() -> Waker>,
         other_gone: &impl Fn() -> bool,
     ) -> Arrival<T> {
-        let wait = match waker {
-            Some(make_waker) => Some(make_waker),
-            None => {
-                // A try that finds no peer queued changes nothing, so it
-                // need not take the lock to say so: every blocking `recv`
-                // or `send` tries first, and on a ping-pong that try fails
-                // on every hop. The mirror may lag a peer that is queuing
-                // just now; the try then takes effect before that peer
-                // queued, and a caller that goes on to wait arrives again
-                // under the lock (and a select re-checks under the lock,
-                // or is notified: invariant 2).
-                let peers_waiting = match side {
-                    Side::Send => self.has_receivers(),
-                    Side::Recv => self.has_senders(),
+        if waker.is_none() {
+            // A try that finds no peer queued changes nothing, so it need
+            // not take the lock to say so: every blocking send tries first,
+            // and a sender that comes before its receiver finds nobody. The
+            // mirror may lag a peer that is queuing just now; the try then
+            // takes effect before that peer queued, and a caller that goes
+            // on to wait arrives again under the lock (and a select
+            // re-checks under the lock, or is notified: invariant 2).
+            let peers_waiting = match side {
+                Side::Send => self.has_receivers(),
+                Side::Recv => self.has_senders(),
+            };
+            if !peers_waiting {
+                return if other_gone() {
+                    Arrival::Disconnected(msg)
+                } else {
+                    Arrival::Nobody(msg)
                 };
-                if !peers_waiting {
-                    return if other_gone() {
-                        Arrival::Disconnected(msg)
-                    } else {
-                        Arrival::Nobody(msg)
-                    };
-                }
-                None
             }
-        };
-        self.arrive_at(side, msg, wait, &other_gone, false)
+        }
+        self.arrive_at(side, msg, waker, &other_gone, false)
     }
 
     /// [`arrive`](Self::arrive), queuing a shared packet with the waker
@@ -780,22 +775,16 @@ impl<T, L: RawLock> Rendezvous<T, L> {
                 }
             },
         );
-        match met {
+        let watched = match met {
             // Served at once: a receiver's message is in its packet now.
             Met::Served(peer) => {
                 peer.wake_served();
                 return Ok(packet.take_settled());
             }
             Met::Gone => return Err((packet.take_settled(), false)),
-            Met::Queued { watched } => {
-                // A select or a future of the other side may be waiting for
-                // a partner to appear.
-                if watched {
-                    chan.notify(side);
-                }
-            }
-        }
-        // Whatever happens from here (a panicking waker in `queued`, an
+            Met::Queued { watched } => watched,
+        };
+        // Whatever happens from here (a panicking waker in `notify`, an
         // unwinding park), the packet leaves its queue before this frame
         // does (invariant 3).
         let guard = StaysQueued {
@@ -804,6 +793,11 @@ impl<T, L: RawLock> Rendezvous<T, L> {
             packet,
             armed: true,
         };
+        // A select of the other side may be waiting for a partner to
+        // appear.
+        if watched {
+            chan.notify(side);
+        }
         let settled = loop {
             match self.look(packet) {
                 Settled::Waiting => {}

@@ -80,3 +80,67 @@ fn selecting_senders_are_woken_by_blocking_receivers() {
         selects_send_to_blocking_receivers::<Updt>();
     });
 }
+
+/// Wakes by panicking: the waker of a select whose wake goes wrong.
+struct PanickingWake;
+
+impl std::task::Wake for PanickingWake {
+    fn wake(self: std::sync::Arc<Self>) {
+        panic!("a select's waker panicked");
+    }
+}
+
+/// A thread's park context whose waker panics; `park` reports that the
+/// thread parked and sleeps until the deadline.
+struct PanickingPark(std::sync::mpsc::Sender<()>);
+
+impl swco_channel::hook::Park for PanickingPark {
+    fn waker(&self) -> std::task::Waker {
+        std::task::Waker::from(std::sync::Arc::new(PanickingWake))
+    }
+
+    fn park(&self, deadline: Option<std::time::Instant>) {
+        let _ = self.0.send(());
+        let deadline = deadline.expect("the select waits with a deadline");
+        thread::sleep(deadline.saturating_duration_since(std::time::Instant::now()));
+    }
+}
+
+/// A blocking receive that queues its packet and then wakes a select whose
+/// waker panics: the receive unwinds with that panic, and its packet (in
+/// its frame) leaves the rendezvous first, so the next send finds no
+/// receiver rather than a dead frame.
+fn a_panicking_select_waker_leaves_no_receiver_queued<P: Protocol>() {
+    let (tx, rx) = mpmc::bounded_with::<u64, P>(0);
+    let (parked_tx, parked) = std::sync::mpsc::channel();
+    let selector = {
+        let tx = tx.clone();
+        thread::spawn(move || {
+            swco_channel::hook::set_current(Some(std::rc::Rc::new(PanickingPark(parked_tx))));
+            select! {
+                send(tx, 1) -> res => res.expect("the receiver is alive"),
+                default(std::time::Duration::from_millis(300)) => {}
+            }
+        })
+    };
+    parked.recv().expect("the select parked");
+    let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rx.recv()))
+        .expect_err("the select's waker panics inside the receive");
+    assert_eq!(
+        payload.downcast_ref::<&str>(),
+        Some(&"a select's waker panicked")
+    );
+    assert!(
+        matches!(tx.try_send(2), Err(swco_channel::TrySendError::Full(2))),
+        "the unwound receive left its packet queued"
+    );
+    selector.join().expect("the select timed out");
+}
+
+#[test]
+fn a_panicking_select_waker_unwinds_a_receive_cleanly() {
+    in_child_process("a_panicking_select_waker_unwinds_a_receive_cleanly", || {
+        a_panicking_select_waker_leaves_no_receiver_queued::<Cas>();
+        a_panicking_select_waker_leaves_no_receiver_queued::<Updt>();
+    });
+}
