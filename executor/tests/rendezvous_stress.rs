@@ -20,7 +20,8 @@
 //!
 //! Environment: `SWCO_RV_STRESS_SECS` (default 3) is the time budget of
 //! rounds; `SWCO_RV_STRESS_ROUND_LIMIT_SECS` (default 60) the watchdog;
-//! `SWCO_RV_STRESS_SEED` the first seed; `SWCO_RV_STRESS_HANG_PAUSE` keeps
+//! `SWCO_RV_STRESS_SEED` the first seed; `SWCO_RV_STRESS_IDS` (default
+//! 2 000) the ids each producer sends in a round; `SWCO_RV_STRESS_HANG_PAUSE` keeps
 //! a hung child alive for a debugger instead of aborting it. The child process has a fixed hang
 //! guard, so a long run for the record runs as the child itself (the
 //! watchdog still aborts a hung round):
@@ -436,10 +437,11 @@ fn rendezvous_sends_against_selecting_receivers_lose_nothing() {
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(1, |d| d.as_nanos() as u64)
             });
+            let ids = env_u64("SWCO_RV_STRESS_IDS").unwrap_or(2_000);
             let mut rounds = 0u64;
             while rounds == 0 || start.elapsed() < budget {
                 seed = Rng(seed).next();
-                round(seed, 2_000, limit);
+                round(seed, ids, limit);
                 rounds += 1;
             }
             println!("rendezvous stress: {rounds} rounds");
