@@ -6,7 +6,10 @@
 //! 1. **Exactly once.** A position is claimed by one producer and one
 //!    consumer (the cursors), and a slot's stamp hands it from one to the
 //!    other (the ring). Values left in the ring when the channel is freed are
-//!    dropped by the ring.
+//!    dropped by the ring. Wakers are user code and may panic: a send
+//!    wakes only after its caller has forgotten its copy, and a receive's
+//!    wake of the senders puts a panic off until its messages are its
+//!    caller's (`wake_senders`).
 //! 2. **No suspension inside a claim.** Between a won claim and its publish
 //!    (`Ring::write`/`Ring::read`) nothing here can park or yield the
 //!    coroutine.
@@ -35,13 +38,14 @@
 //!    so no copy is dropped twice. A party queuing there also wakes the
 //!    other side's waiter list, where selects and futures wait.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
 use crate::backoff::Backoff;
 use crate::claim::Cursor;
 use crate::error::{RecvTimeoutError, TryRecvError};
 use crate::hook::{self, Park};
-use crate::rendezvous::{rethrow_deferred, Arrival, Peers, Rendezvous, Side};
+use crate::rendezvous::{defer, rethrow_deferred, Arrival, Peers, Rendezvous, Side};
 use crate::ring::{Readiness, Ring, Turn};
 use crate::spaced::{gap, Gap, Spaced};
 use crate::sync::{fence, Ordering};
@@ -454,11 +458,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
                             self.ring.read_run_into(first, dst, k);
                         }
                     }
-                    // Slots are free; senders may be waiting for them. A
-                    // lone side's claim is a plain store, so the list fences
-                    // first.
-                    self.senders
-                        .notify_many(!<M::Rx<P> as Cursor>::CLAIM_SYNCS_WITH_WAITERS, k);
+                    self.wake_senders(k);
                     return Ok(k);
                 }
                 Err(head) => {
@@ -478,6 +478,31 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
                     }
                 }
             }
+        }
+    }
+
+    /// The tail of a receive that took `k` messages out of the ring: wakes
+    /// senders waiting for the slots it freed.
+    ///
+    /// A waker is user code and may panic. The messages are in `dst` by
+    /// then, which its caller owns only once the receive returns `Ok`, so a
+    /// panic unwinding from here would leave them nowhere: received by
+    /// nobody, dropped by nobody. Dropping them as it unwinds would lose
+    /// messages whose sends reported success. So the panic is put off, as a
+    /// rendezvous receiver's is (`rendezvous::defer`): the receive returns
+    /// its messages, and the panic goes on at this thread's next blocking
+    /// operation (in a coroutine, at its next suspension; not at all if the
+    /// coroutine finishes first). The other senders this call would have
+    /// woken after the panicking one are not woken, as before.
+    #[inline(always)]
+    fn wake_senders(&self, k: usize) {
+        // Slots are free; senders may be waiting for them. A lone side's
+        // claim is a plain store, so the list fences first.
+        let fence_first = !<M::Rx<P> as Cursor>::CLAIM_SYNCS_WITH_WAITERS;
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| {
+            self.senders.notify_many(fence_first, k)
+        })) {
+            defer(payload);
         }
     }
 

@@ -367,6 +367,18 @@ impl<T, M: Mode, P: Protocol> Receiver<T, M, P> {
     /// [`RecvError`] if the channel is empty and every sender is gone, when
     /// the call starts or while it waits (the last sender's drop wakes it).
     /// Messages sent before that are still received first.
+    ///
+    /// # Panics
+    ///
+    /// Never from a sender's waker. A receive that frees a slot wakes a
+    /// sender waiting for it, and an async sender's waker is user code,
+    /// which may panic; but the message has left the channel by then, and
+    /// unwinding through the receive would lose it. The receive returns the
+    /// message instead, and the waker's panic goes on at this thread's next
+    /// blocking channel operation (in a swco coroutine, at its next
+    /// suspension). Every receive (`try_recv`, the timeouts, the batches,
+    /// the iterators, `recv_async`, a select's) does the same, as a receive
+    /// on a zero-capacity channel always has.
     pub fn recv(&self) -> Result<T, RecvError> {
         self.chan.recv(None).map_err(|_| RecvError)
     }
