@@ -21,7 +21,8 @@
 //! Environment: `SWCO_RV_STRESS_SECS` (default 3) is the time budget of
 //! rounds; `SWCO_RV_STRESS_ROUND_LIMIT_SECS` (default 60) the watchdog;
 //! `SWCO_RV_STRESS_SEED` the first seed; `SWCO_RV_STRESS_IDS` (default
-//! 2 000) the ids each producer sends in a round; `SWCO_RV_STRESS_HANG_PAUSE` keeps
+//! 2 000) the ids each producer sends in a round; `SWCO_RV_STRESS_FOCUS`
+//! has only the `spmc` channel's lone sender send (the case seen hanging); `SWCO_RV_STRESS_HANG_PAUSE` keeps
 //! a hung child alive for a debugger instead of aborting it. The child process has a fixed hang
 //! guard, so a long run for the record runs as the child itself (the
 //! watchdog still aborts a hung round):
@@ -205,7 +206,13 @@ send_ops!(mpmc::Sender<u64, Updt>);
 fn produce(me: usize, senders: Senders, seed: u64, round: &Round) {
     let mut rng = Rng(seed);
     let first = me as u64 * round.per_producer;
-    for id in first..first + round.per_producer {
+    // Focused: only the `spmc` channel's lone sender sends.
+    let count = if me > 0 && std::env::var_os("SWCO_RV_STRESS_FOCUS").is_some() {
+        0
+    } else {
+        round.per_producer
+    };
+    for id in first..first + count {
         let mut pending = Some(id);
         while let Some(id) = pending {
             pending = match &senders {
@@ -407,8 +414,12 @@ fn round(seed: u64, per_producer: u64, limit: Duration) {
     rt.shutdown();
     over.store(true, SeqCst);
     watchdog.join().unwrap();
+    let focus = std::env::var_os("SWCO_RV_STRESS_FOCUS").is_some();
     let missing: Vec<usize> = (0..round.received.len())
-        .filter(|&i| round.received[i].load(SeqCst) != 1)
+        .filter(|&i| {
+            let expected = u8::from(!focus || (i as u64) < per_producer);
+            round.received[i].load(SeqCst) != expected
+        })
         .collect();
     assert!(
         missing.is_empty(),
