@@ -36,10 +36,10 @@ pub use swco_channel::select;
 
 // --- runtime API (swco-executor) -------------------------------------------
 pub use swco_executor::{
-    current_cpe, shutdown_requested, sleep, sleep_until, spawn, yield_now, BuildError,
-    ExecutorStats, GuardPages, JoinError, JoinHandle, Placement, Runtime, RuntimeBuilder,
-    ShutdownTimeout, SpawnError, Stats, DEFAULT_EXECUTORS, DEFAULT_STACK_SIZE, MAX_EXECUTORS,
-    MIN_STACK_SIZE,
+    current_cpe, current_id, current_name, shutdown_requested, sleep, sleep_until, spawn,
+    yield_now, BuildError, ExecutorStats, GuardPages, JoinError, JoinFuture, JoinHandle, Placement,
+    Runtime, RuntimeBuilder, ShutdownTimeout, SpawnBuilder, SpawnError, Stats, DEFAULT_EXECUTORS,
+    DEFAULT_STACK_SIZE, MAX_EXECUTORS, MIN_STACK_SIZE,
 };
 // --- end runtime API ---------------------------------------------------------
 

@@ -83,6 +83,22 @@ pub enum SpawnError {
     },
     /// The runtime has been shut down.
     ShutDown,
+    /// [`SpawnBuilder::stack_size`](crate::SpawnBuilder::stack_size) asked
+    /// for less than [`MIN_STACK_SIZE`](crate::MIN_STACK_SIZE).
+    StackTooSmall {
+        /// The size asked for, in bytes.
+        requested: usize,
+        /// The smallest size accepted, in bytes.
+        minimum: usize,
+    },
+    /// [`SpawnBuilder::stack_size`](crate::SpawnBuilder::stack_size) asked
+    /// for more than an address space can hold (a size the OS cannot map
+    /// at the moment is reported later, through the join handle:
+    /// [`JoinError::is_refused`](crate::JoinError::is_refused)).
+    StackTooLarge {
+        /// The size asked for, in bytes.
+        requested: usize,
+    },
 }
 
 impl fmt::Display for SpawnError {
@@ -93,6 +109,14 @@ impl fmt::Display for SpawnError {
                 "executor index {cpe} is out of range: the runtime has {executors} executors (0..{executors})"
             ),
             SpawnError::ShutDown => f.write_str("the runtime is shut down"),
+            SpawnError::StackTooSmall { requested, minimum } => write!(
+                f,
+                "coroutine stack size {requested} bytes is below the minimum of {minimum} bytes"
+            ),
+            SpawnError::StackTooLarge { requested } => write!(
+                f,
+                "coroutine stack size {requested} bytes is too large for the address space"
+            ),
         }
     }
 }
@@ -108,9 +132,10 @@ pub struct ShutdownTimeout {
     /// timeout expired, indexed by executor.
     pub blocked: Vec<usize>,
     /// Cancelled coroutines still not finished when the shutdown returned:
-    /// blocked in a `Drop` during their unwinding, or never yielding. Their
-    /// executor threads were left running, detached; they finish them if
-    /// they are ever woken.
+    /// still running without having yielded (a cancellation takes effect
+    /// only where a coroutine yields or blocks), or blocked in a `Drop`
+    /// during their unwinding. Their executor threads were left running,
+    /// detached; they finish them as they run on, or if they are woken.
     pub stuck: usize,
 }
 
@@ -142,7 +167,8 @@ impl fmt::Display for ShutdownTimeout {
         if self.stuck > 0 {
             write!(
                 f,
-                "; {} were still blocked after cancellation and left running",
+                "; {} were still running or blocked after cancellation \
+                 (their executors are left running)",
                 self.stuck
             )?;
         }

@@ -15,6 +15,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use crate::inbox::{SpawnNode, Spawnable};
+use crate::join::SpawnInfo;
 
 /// What a [`Job`] starts: a spawned coroutine's closure and the join slot
 /// its result goes to, in one allocation (`Spawned` in `spawning.rs`).
@@ -34,6 +35,9 @@ pub(crate) trait Launch: Send + Sync {
     /// executor (inside the same allocation, so a remote spawn allocates
     /// nothing more).
     fn spawn_node(&self) -> NonNull<SpawnNode<Job>>;
+
+    /// What the spawn said about the coroutine (id, name, stack size).
+    fn info(&self) -> &SpawnInfo;
 }
 
 /// A coroutine body, on its way to its home executor. The executor starts
@@ -47,6 +51,9 @@ pub(crate) struct Job {
     /// started by another executor that steals it. Pinned jobs and jobs
     /// placed by the other policies start where they were placed.
     stealable: bool,
+    /// Its spawn asked for a stack size of its own: the executor asks the
+    /// body which (a flag here, so other spawns pay no call for it).
+    custom_stack: bool,
     /// The executor whose `live` count includes this job. A thief that
     /// starts a stolen job moves the count to itself then (one job at a
     /// time, so the counts stay exact however batches race).
@@ -55,13 +62,32 @@ pub(crate) struct Job {
 
 impl Job {
     /// A job for `body`, which must be the only `Arc` of its allocation
-    /// that can reach [`Launch::launch`].
-    pub(crate) fn new(body: Arc<dyn Launch>, stealable: bool, counted_on: usize) -> Self {
+    /// that can reach [`Launch::launch`]. `custom_stack`: its info names a
+    /// stack size.
+    pub(crate) fn new(
+        body: Arc<dyn Launch>,
+        stealable: bool,
+        custom_stack: bool,
+        counted_on: usize,
+    ) -> Self {
         Job {
             body: Some(body),
             stealable,
+            custom_stack,
             counted_on,
         }
+    }
+
+    /// The usable stack bytes its spawn asked for, if it asked (`None`:
+    /// the runtime's size).
+    pub(crate) fn stack_size(&self) -> Option<usize> {
+        if !self.custom_stack {
+            return None;
+        }
+        self.body
+            .as_ref()
+            .map(|body| body.info().stack_size)
+            .filter(|&size| size != 0)
     }
 
     /// The address of the job's body (its closure and join slot), or 0

@@ -10,14 +10,23 @@
 //!   takes it under the same lock after storing the result, so the result is
 //!   either seen by the joiner's check or its waker is woken (no lost wake).
 //! * The waker is woken outside the lock.
+//! * The handle's own waits (`join`, `join_async`) register in `joiner`;
+//!   `wait_timeout`, which borrows the handle and so may run on several
+//!   threads at once, registers in `watchers` and takes its waker out again
+//!   when it times out. The completer wakes them all.
 //!
 //! Blocking goes through the channel crate's park hook, so `join` suspends
 //! only the calling coroutine on an executor thread and parks a plain thread
 //! otherwise. The module only uses the crate's `sync` shim and compiles under
 //! `--cfg loom`.
 
+use std::any::Any;
 use std::fmt;
-use std::task::Waker;
+use std::future::{Future, IntoFuture};
+use std::panic::Location;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
 
 use crate::sync::{Arc, Mutex};
 use swco_channel::hook;
@@ -25,23 +34,27 @@ use swco_channel::hook;
 /// Why a coroutine produced no value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Reason {
-    Panic(String),
+    /// Boxed: panics are rare, and the box keeps every join slot as small
+    /// as a message alone would.
+    Panic(Box<Panicked>),
     Cancelled,
     ShutDown,
     Refused(String),
 }
 
-/// The error [`JoinHandle::join`] returns when the coroutine produced no
-/// value: it panicked (the error carries the panic message), it was
-/// cancelled by [`shutdown_timeout`](crate::Runtime::shutdown_timeout), or it
-/// was spawned on a runtime that had already shut down.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JoinError {
-    reason: Reason,
+/// A coroutine's panic: its message, for display, and its payload whole,
+/// for [`JoinError::into_panic`].
+struct Panicked {
+    /// The payload's text if it is a string, else `"Box<dyn Any>"`.
+    message: String,
+    /// The payload. The mutex is never locked: it only makes the error
+    /// `Sync` (as `Box<dyn Any + Send>` is not) while the payload is only
+    /// reached by value (`into_inner`), never through a shared reference.
+    payload: std::sync::Mutex<Box<dyn Any + Send>>,
 }
 
-impl JoinError {
-    pub(crate) fn panic(payload: &(dyn std::any::Any + Send)) -> Self {
+impl Panicked {
+    fn new(payload: Box<dyn Any + Send>) -> Self {
         let message = if let Some(s) = payload.downcast_ref::<&'static str>() {
             (*s).to_owned()
         } else if let Some(s) = payload.downcast_ref::<String>() {
@@ -49,8 +62,86 @@ impl JoinError {
         } else {
             "Box<dyn Any>".to_owned()
         };
+        Panicked {
+            message,
+            payload: std::sync::Mutex::new(payload),
+        }
+    }
+
+    fn into_payload(mut self) -> Box<dyn Any + Send> {
+        self.take_payload()
+    }
+
+    /// The payload, leaving a unit in its place (a zero-sized box: no
+    /// allocation).
+    fn take_payload(&mut self) -> Box<dyn Any + Send> {
+        // Never poisoned: never locked (see the field).
+        let payload = self
+            .payload
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        std::mem::replace(payload, Box::new(()))
+    }
+}
+
+/// Dropping an error never panics, even if its payload's `Drop` does (it
+/// is caught there, as on the executor); a payload taken out with
+/// [`JoinError::into_panic`] is the caller's to drop.
+impl Drop for Panicked {
+    fn drop(&mut self) {
+        let payload = self.take_payload();
+        #[cfg(not(loom))]
+        crate::panic::drop_payload(payload);
+        #[cfg(loom)]
+        drop(payload);
+    }
+}
+
+/// A payload cannot be cloned: a clone carries the message as a `String`
+/// payload instead.
+impl Clone for Panicked {
+    fn clone(&self) -> Self {
+        Panicked {
+            message: self.message.clone(),
+            payload: std::sync::Mutex::new(Box::new(self.message.clone())),
+        }
+    }
+}
+
+/// Panics compare by message (payloads cannot be compared).
+impl PartialEq for Panicked {
+    fn eq(&self, other: &Self) -> bool {
+        self.message == other.message
+    }
+}
+
+impl Eq for Panicked {}
+
+impl fmt::Debug for Panicked {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Panicked")
+            .field("message", &self.message)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The error [`JoinHandle::join`] returns when the coroutine produced no
+/// value: it panicked (the error carries the panic message and payload), it
+/// was cancelled by [`shutdown_timeout`](crate::Runtime::shutdown_timeout),
+/// or it was spawned on a runtime that had already shut down.
+///
+/// A clone of a panic's error carries its message but not its payload
+/// (payloads cannot be cloned), and errors compare by message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JoinError {
+    reason: Reason,
+}
+
+impl JoinError {
+    /// The error of a coroutine that panicked with `payload` (kept whole).
+    pub(crate) fn panic(payload: Box<dyn Any + Send>) -> Self {
         JoinError {
-            reason: Reason::Panic(message),
+            reason: Reason::Panic(Box::new(Panicked::new(payload))),
         }
     }
 
@@ -105,8 +196,47 @@ impl JoinError {
     #[must_use]
     pub fn panic_message(&self) -> Option<&str> {
         match &self.reason {
-            Reason::Panic(m) => Some(m),
+            Reason::Panic(p) => Some(&p.message),
             _ => None,
+        }
+    }
+
+    /// The panic's payload whole, as the coroutine raised it, to inspect
+    /// or to go on unwinding with [`std::panic::resume_unwind`].
+    ///
+    /// Dropping a `JoinError` never panics, whatever its payload's `Drop`
+    /// does; once taken out here, the payload is the caller's to drop.
+    ///
+    /// An error that is not a panic (cancelled, shut down, refused) gives
+    /// its [`Display`](fmt::Display) text as a `String` payload, so
+    /// resuming it still says what happened; [`try_into_panic`] tells the
+    /// two apart. A clone of a panic's error gives its message as a
+    /// `String`.
+    ///
+    /// ```
+    /// # use swco_executor::Runtime;
+    /// let rt = Runtime::builder().executors(1).build().unwrap();
+    /// let err = rt.spawn(|| std::panic::panic_any(42u32)).join().unwrap_err();
+    /// assert_eq!(err.into_panic().downcast_ref::<u32>(), Some(&42));
+    /// ```
+    ///
+    /// [`try_into_panic`]: JoinError::try_into_panic
+    #[must_use]
+    pub fn into_panic(self) -> Box<dyn Any + Send> {
+        self.try_into_panic()
+            .unwrap_or_else(|e| Box::new(e.to_string()))
+    }
+
+    /// The panic's payload whole, if the coroutine panicked; the error
+    /// itself otherwise.
+    ///
+    /// # Errors
+    ///
+    /// `self`, unchanged, if it is not a panic.
+    pub fn try_into_panic(self) -> Result<Box<dyn Any + Send>, JoinError> {
+        match self.reason {
+            Reason::Panic(p) => Ok(p.into_payload()),
+            reason => Err(JoinError { reason }),
         }
     }
 }
@@ -114,7 +244,7 @@ impl JoinError {
 impl fmt::Display for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.reason {
-            Reason::Panic(m) => write!(f, "coroutine panicked: {m}"),
+            Reason::Panic(p) => write!(f, "coroutine panicked: {}", p.message),
             Reason::Cancelled => f.write_str("coroutine was cancelled at shutdown"),
             Reason::ShutDown => f.write_str("coroutine was not run: the runtime is shut down"),
             Reason::Refused(why) => write!(f, "coroutine was not run: {why}"),
@@ -159,23 +289,53 @@ fn slot_of<T>(r: &SlotRef<T>) -> &JoinSlot<T> {
     r
 }
 
+/// What a spawn says about its coroutine, for its handle, for the
+/// coroutine itself (`current_name`) and for its executor: an id unique in
+/// its runtime, where it was spawned, and, for a builder spawn, a name and
+/// a stack size. An unnamed spawn carries no string: `name` is `None`.
+pub(crate) struct SpawnInfo {
+    pub(crate) id: u64,
+    pub(crate) at: &'static Location<'static>,
+    pub(crate) name: Option<Box<str>>,
+    /// Usable stack bytes asked for; 0 for the runtime's size.
+    pub(crate) stack_size: usize,
+}
+
 struct SlotState<T> {
     result: Option<Result<T, JoinError>>,
     done: bool,
+    /// The handle's own wait (`join`, `join_async`).
     joiner: Option<Waker>,
+    /// `wait_timeout` callers (several threads may share the handle).
+    watchers: Vec<Waker>,
 }
 
 /// The shared cell a coroutine's result travels through.
 #[doc(hidden)]
 pub struct JoinSlot<T> {
     state: Mutex<SlotState<T>>,
+    info: SpawnInfo,
 }
 
 impl<T: Send + 'static> JoinSlot<T> {
-    /// A new, empty slot, with its producing and consuming ends.
+    /// A new, empty slot, with its producing and consuming ends (id 0,
+    /// spawned at the caller).
+    // For the loom models (the runtime describes its coroutines).
+    #[cfg_attr(not(loom), allow(dead_code))]
     #[must_use]
+    #[track_caller]
     pub fn pair() -> (Completer<T>, JoinHandle<T>) {
-        let slot: SlotRef<T> = Arc::new(JoinSlot::new());
+        Self::pair_with(SpawnInfo {
+            id: 0,
+            at: Location::caller(),
+            name: None,
+            stack_size: 0,
+        })
+    }
+
+    /// [`pair`](Self::pair), for a coroutine described by `info`.
+    pub(crate) fn pair_with(info: SpawnInfo) -> (Completer<T>, JoinHandle<T>) {
+        let slot: SlotRef<T> = Arc::new(JoinSlot::new(info));
         (
             Completer {
                 slot: Some(slot.clone()),
@@ -187,29 +347,39 @@ impl<T: Send + 'static> JoinSlot<T> {
 
 impl<T> JoinSlot<T> {
     /// An empty slot, for embedding in a larger allocation.
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(info: SpawnInfo) -> Self {
         JoinSlot {
             state: Mutex::new(SlotState {
                 result: None,
                 done: false,
                 joiner: None,
+                watchers: Vec::new(),
             }),
+            info,
         }
     }
 
+    /// What the spawn said about the coroutine.
+    pub(crate) fn info(&self) -> &SpawnInfo {
+        &self.info
+    }
+
     /// Stores the coroutine's outcome (unless the slot is already
-    /// complete) and wakes the joiner, if any.
+    /// complete) and wakes whoever waits for it.
     pub(crate) fn complete(&self, result: Result<T, JoinError>) {
-        let joiner = {
+        let (joiner, watchers) = {
             let mut s = self.state.lock().unwrap();
             if s.done {
                 return;
             }
             s.done = true;
             s.result = Some(result);
-            s.joiner.take()
+            (s.joiner.take(), std::mem::take(&mut s.watchers))
         };
         if let Some(w) = joiner {
+            w.wake();
+        }
+        for w in watchers {
             w.wake();
         }
     }
@@ -244,6 +414,12 @@ impl<T> Drop for Completer<T> {
 /// Dropping the handle detaches the coroutine: it keeps running and its
 /// result is dropped.
 ///
+/// Three ways to wait: [`join`](JoinHandle::join) blocks (only the calling
+/// coroutine, inside one), [`wait_timeout`](JoinHandle::wait_timeout)
+/// blocks at most a while without taking the result, and
+/// [`join_async`](JoinHandle::join_async) (or `.await` on the handle) is a
+/// future any async executor can poll.
+///
 /// ```
 /// # use swco_executor::Runtime;
 /// let rt = Runtime::builder().executors(2).build().unwrap();
@@ -266,11 +442,51 @@ impl<T> JoinHandle<T> {
         self
     }
 
+    fn info(&self) -> &SpawnInfo {
+        slot_of(&self.slot).info()
+    }
+
     /// The index of the executor (CPE) the coroutine was placed on; `None`
     /// if it was never placed (the runtime was shut down).
     #[must_use]
     pub fn cpe(&self) -> Option<usize> {
         self.cpe
+    }
+
+    /// The coroutine's id: unique among the coroutines of its runtime
+    /// (across all its executors), in spawn order per spawning thread.
+    #[must_use]
+    pub fn id(&self) -> u64 {
+        self.info().id
+    }
+
+    /// The name given with [`SpawnBuilder::name`](crate::SpawnBuilder::name),
+    /// if any.
+    ///
+    /// ```
+    /// # use swco_executor::Runtime;
+    /// let rt = Runtime::builder().executors(1).build().unwrap();
+    /// let h = rt.spawn_builder().name("worker").spawn(|| ()).unwrap();
+    /// assert_eq!(h.name(), Some("worker"));
+    /// assert_eq!(rt.spawn(|| ()).name(), None);
+    /// ```
+    #[must_use]
+    pub fn name(&self) -> Option<&str> {
+        self.info().name.as_deref()
+    }
+
+    /// Where the coroutine was spawned: the caller of `spawn`, `spawn_on`,
+    /// `try_spawn`, `swco::spawn` or `SpawnBuilder::spawn`.
+    ///
+    /// ```
+    /// # use swco_executor::Runtime;
+    /// let rt = Runtime::builder().executors(1).build().unwrap();
+    /// let h = rt.spawn(|| ());
+    /// assert_eq!(h.spawned_at().file(), file!());
+    /// ```
+    #[must_use]
+    pub fn spawned_at(&self) -> &'static Location<'static> {
+        self.info().at
     }
 
     /// Whether the coroutine has finished (its result is ready).
@@ -281,6 +497,63 @@ impl<T> JoinHandle<T> {
         slot_of(&self.slot).state.lock().unwrap().done
     }
 
+    /// Waits at most `timeout` for the coroutine to finish: `true` once it
+    /// has (its result is then ready for [`join`](JoinHandle::join)),
+    /// `false` if the time ran out first. The result stays in the handle.
+    ///
+    /// Called from a coroutine, this suspends only the calling coroutine
+    /// (on its executor's timer); from a plain thread it parks the thread.
+    /// Several threads may wait on one handle at once. A timeout too large
+    /// to represent waits until the coroutine finishes.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use swco_executor::Runtime;
+    /// let rt = Runtime::builder().executors(1).build().unwrap();
+    /// let (tx, rx) = swco_channel::mpmc::bounded::<()>(1);
+    /// let h = rt.spawn(move || rx.recv().unwrap());
+    /// assert!(!h.wait_timeout(Duration::from_millis(1)));
+    /// tx.send(()).unwrap();
+    /// assert!(h.wait_timeout(Duration::from_secs(60)));
+    /// h.join().unwrap();
+    /// ```
+    // The lock is never poisoned: nothing panics while holding it.
+    #[allow(clippy::missing_panics_doc)]
+    #[must_use]
+    pub fn wait_timeout(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now().checked_add(timeout);
+        let slot = slot_of(&self.slot);
+        let park = hook::current();
+        let mut registered: Option<Waker> = None;
+        loop {
+            {
+                let mut s = slot.state.lock().unwrap();
+                if s.done {
+                    // The completer took (and wakes) every watcher.
+                    return true;
+                }
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    // Take our waker back: a wake after we left would only
+                    // disturb this thread's (or coroutine's) next park.
+                    if let Some(mine) = registered {
+                        if let Some(i) = s.watchers.iter().position(|w| w.will_wake(&mine)) {
+                            s.watchers.swap_remove(i);
+                        }
+                    }
+                    return false;
+                }
+                if registered.is_none() {
+                    // Registered under the lock the completer takes: see
+                    // the module invariants.
+                    let waker = park.waker();
+                    s.watchers.push(waker.clone());
+                    registered = Some(waker);
+                }
+            }
+            park.park(deadline);
+        }
+    }
+
     /// Waits for the coroutine to finish and returns its result.
     ///
     /// Called from a coroutine, this suspends only the calling coroutine;
@@ -288,8 +561,9 @@ impl<T> JoinHandle<T> {
     ///
     /// # Errors
     ///
-    /// [`JoinError`] if the coroutine panicked (carrying the panic message),
-    /// was cancelled by a shutdown timeout, or was spawned after shutdown.
+    /// [`JoinError`] if the coroutine panicked (carrying the panic message
+    /// and payload), was cancelled by a shutdown timeout, or was spawned
+    /// after shutdown.
     // The lock is never poisoned: nothing panics while holding it.
     #[allow(clippy::missing_panics_doc)]
     pub fn join(self) -> Result<T, JoinError> {
@@ -310,13 +584,120 @@ impl<T> JoinHandle<T> {
             park.park(None);
         }
     }
+
+    /// A future of the coroutine's result, for async code: it does not
+    /// block, so any async executor (tokio, a hand-written `block_on`) can
+    /// poll it. Dropping it before it is
+    /// ready is fine: the coroutine runs on, detached, as if the handle had
+    /// been dropped. `.await` on the handle itself does the same.
+    ///
+    /// ```
+    /// # use swco_executor::Runtime;
+    /// # fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    /// #     use std::task::{Context, Poll, Wake, Waker};
+    /// #     struct Unpark(std::thread::Thread);
+    /// #     impl Wake for Unpark { fn wake(self: std::sync::Arc<Self>) { self.0.unpark() } }
+    /// #     let waker = Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
+    /// #     let mut f = std::pin::pin!(f);
+    /// #     loop {
+    /// #         if let Poll::Ready(v) = f.as_mut().poll(&mut Context::from_waker(&waker)) { return v; }
+    /// #         std::thread::park();
+    /// #     }
+    /// # }
+    /// let rt = Runtime::builder().executors(1).build().unwrap();
+    /// let h = rt.spawn(|| 6 * 7);
+    /// assert_eq!(block_on(h.join_async()).unwrap(), 42);
+    /// ```
+    #[must_use = "a future does nothing unless polled"]
+    pub fn join_async(self) -> JoinFuture<T> {
+        JoinFuture { handle: Some(self) }
+    }
+}
+
+impl<T> IntoFuture for JoinHandle<T> {
+    type Output = Result<T, JoinError>;
+    type IntoFuture = JoinFuture<T>;
+
+    /// [`join_async`](JoinHandle::join_async).
+    fn into_future(self) -> JoinFuture<T> {
+        self.join_async()
+    }
 }
 
 impl<T> fmt::Debug for JoinHandle<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("JoinHandle")
+            .field("id", &self.id())
+            .field("name", &self.name())
             .field("cpe", &self.cpe)
             .field("finished", &self.is_finished())
+            .finish()
+    }
+}
+
+/// The future of [`JoinHandle::join_async`]: the coroutine's result, or
+/// why there is none.
+///
+/// Cancel-safe: dropping it before it is ready withdraws its waker and
+/// detaches the coroutine, which runs on.
+pub struct JoinFuture<T> {
+    /// `None` once the result is taken.
+    handle: Option<JoinHandle<T>>,
+}
+
+impl<T> Future for JoinFuture<T> {
+    type Output = Result<T, JoinError>;
+
+    /// # Panics
+    ///
+    /// If polled again after it returned `Ready`, as futures may.
+    // The lock is never poisoned: nothing panics while holding it.
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // `JoinFuture` is `Unpin`: it holds no self-reference.
+        let this = self.get_mut();
+        let handle = this
+            .handle
+            .as_ref()
+            .expect("swco: JoinFuture polled after it returned Ready");
+        let result = {
+            let mut s = slot_of(&handle.slot).state.lock().unwrap();
+            match s.result.take() {
+                Some(result) => result,
+                None => {
+                    // Registered under the lock the completer takes: see
+                    // the module invariants.
+                    if !s.joiner.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                        s.joiner = Some(cx.waker().clone());
+                    }
+                    return Poll::Pending;
+                }
+            }
+        };
+        this.handle = None;
+        Poll::Ready(result)
+    }
+}
+
+impl<T> Drop for JoinFuture<T> {
+    fn drop(&mut self) {
+        if let Some(handle) = self.handle.take() {
+            // Nobody will poll again: drop the executor's waker now rather
+            // than when the coroutine finishes. (A poisoned lock cannot
+            // happen, and would only keep the waker a while longer.)
+            let waker = match slot_of(&handle.slot).state.lock() {
+                Ok(mut s) => s.joiner.take(),
+                Err(_) => None,
+            };
+            // Dropped outside the lock, as wakes are.
+            drop(waker);
+        }
+    }
+}
+
+impl<T> fmt::Debug for JoinFuture<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JoinFuture")
+            .field("handle", &self.handle)
             .finish()
     }
 }

@@ -59,14 +59,14 @@ mod sync;
 mod task;
 
 pub use error::{BuildError, ShutdownTimeout, SpawnError};
-pub use join::{JoinError, JoinHandle};
+pub use join::{JoinError, JoinFuture, JoinHandle};
 
 #[cfg(not(loom))]
 pub use placement::Placement;
 #[cfg(not(loom))]
 pub use runtime::{
-    current_cpe, shutdown_requested, sleep, sleep_until, spawn, yield_now, Runtime, RuntimeBuilder,
-    DEFAULT_EXECUTORS, MAX_EXECUTORS,
+    current_cpe, current_id, current_name, shutdown_requested, sleep, sleep_until, spawn,
+    yield_now, Runtime, RuntimeBuilder, SpawnBuilder, DEFAULT_EXECUTORS, MAX_EXECUTORS,
 };
 #[cfg(not(loom))]
 pub use stack::{GuardPages, DEFAULT_STACK_SIZE, MIN_STACK_SIZE};

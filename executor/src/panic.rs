@@ -1,13 +1,15 @@
-//! What becomes of a coroutine's panic payloads: mapped to its join error
+//! What becomes of a coroutine's panic payloads: kept in its join error
 //! ([`join_error`]), reported when one escapes its job
-//! ([`report_escaped_panic`]), and always dropped with [`drop_payload`],
+//! ([`report_escaped_panic`]), and otherwise dropped with [`drop_payload`],
 //! since a payload's own `Drop` may panic in turn.
 //!
 //! # Invariants
 //!
 //! * No panic payload, nor the `Drop` of a closure that never ran, unwinds
 //!   into the executor loop: each is caught here and dropped safely (or,
-//!   if it keeps throwing, leaked).
+//!   if it keeps throwing, leaked). A payload kept in a join error is
+//!   dropped by whoever drops the error; on an executor (a detached
+//!   coroutine's result) that drop is caught as well (`Spawned::launch`).
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -40,16 +42,16 @@ pub(crate) fn report_escaped_panic(payload: Box<dyn Any + Send>) {
     drop_payload(payload);
 }
 
-/// Maps a coroutine's panic payload to its join error, then drops the
-/// payload (whose own `Drop` may panic).
+/// Maps a coroutine's panic payload to its join error. A user's payload is
+/// kept in the error whole (for `JoinError::into_panic`); a cancellation's
+/// is ours and is dropped here.
 pub(crate) fn join_error(payload: Box<dyn std::any::Any + Send>) -> JoinError {
-    let error = if payload.is::<Cancelled>() {
+    if payload.is::<Cancelled>() {
+        drop_payload(payload);
         JoinError::cancelled()
     } else {
-        JoinError::panic(&*payload)
-    };
-    drop_payload(payload);
-    error
+        JoinError::panic(payload)
+    }
 }
 
 /// Drops a coroutine's closure without running it; a panic from its

@@ -166,6 +166,8 @@ pub(crate) struct RuntimeShared {
     /// Round-robin cursor.
     pub(crate) next: AtomicUsize,
     pub(crate) live: AtomicUsize,
+    /// The next coroutine id ([`RuntimeShared::next_id`]).
+    pub(crate) next_id: AtomicU64,
     pub(crate) closed: AtomicBool,
     pub(crate) idle: Mutex<()>,
     pub(crate) idle_changed: Condvar,

@@ -14,7 +14,7 @@
 //!   (see `ExecutorShared::exited`).
 
 use std::cell::UnsafeCell;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{catch_unwind, AssertUnwindSafe, Location};
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -23,10 +23,32 @@ use crate::error::SpawnError;
 use crate::executor::Local;
 use crate::inbox::SpawnNode;
 use crate::job::{Job, Launch, Start};
-use crate::join::{HoldsSlot, JoinError, JoinHandle, JoinSlot};
+use crate::join::{HoldsSlot, JoinError, JoinHandle, JoinSlot, SpawnInfo};
 use crate::panic::{drop_closure, drop_payload, join_error};
 use crate::placement::Placement;
 use crate::shared::RuntimeShared;
+use crate::task::TaskHeader;
+
+/// What a spawn says beyond its closure: where it was called, and a
+/// builder's name and stack size. A plain spawn's are a pointer and two
+/// zeros: no allocation.
+pub(crate) struct SpawnOptions {
+    pub(crate) at: &'static Location<'static>,
+    pub(crate) name: Option<Box<str>>,
+    /// Usable stack bytes; 0 for the runtime's size.
+    pub(crate) stack_size: usize,
+}
+
+impl SpawnOptions {
+    /// A plain spawn called at `at`.
+    pub(crate) fn at(at: &'static Location<'static>) -> Self {
+        SpawnOptions {
+            at,
+            name: None,
+            stack_size: 0,
+        }
+    }
+}
 
 impl RuntimeShared {
     /// The executor for a spawn placed by policy, and whether the job may be
@@ -86,6 +108,25 @@ impl RuntimeShared {
         })
     }
 
+    /// A new coroutine id, unique in this runtime.
+    pub(crate) fn next_id(&self) -> u64 {
+        // Relaxed: only distinctness matters, not ordering.
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A handle on a coroutine that was never run because the runtime is
+    /// shut down (for the spawns that report that through the handle).
+    pub(crate) fn refused_handle<T: Send + 'static>(&self, options: SpawnOptions) -> JoinHandle<T> {
+        let (completer, handle) = JoinSlot::pair_with(SpawnInfo {
+            id: self.next_id(),
+            at: options.at,
+            name: options.name,
+            stack_size: options.stack_size,
+        });
+        completer.complete(Err(JoinError::shut_down()));
+        handle
+    }
+
     /// Spawns `f` on executor `cpe`. `from_coroutine` spawns are accepted
     /// while closing (see the module invariants).
     pub(crate) fn submit<F, T>(
@@ -94,6 +135,7 @@ impl RuntimeShared {
         f: F,
         from_coroutine: bool,
         stealable: bool,
+        options: SpawnOptions,
     ) -> Result<JoinHandle<T>, SpawnError>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -133,14 +175,20 @@ impl RuntimeShared {
             // Relaxed: a load estimate for placement and reports.
             exec.live.fetch_add(1, Ordering::Relaxed);
         }
+        let custom_stack = options.stack_size != 0;
         let spawned = Arc::new(Spawned {
             node: SpawnNode::new(),
-            slot: JoinSlot::new(),
+            slot: JoinSlot::new(SpawnInfo {
+                id: self.next_id(),
+                at: options.at,
+                name: options.name,
+                stack_size: options.stack_size,
+            }),
             f: UnsafeCell::new(Some(f)),
         });
         let handle = JoinHandle::new(spawned.clone());
         let body: Arc<dyn Launch> = spawned;
-        let job = Job::new(body, stealable, cpe);
+        let job = Job::new(body, stealable, custom_stack, cpe);
         match Local::current() {
             // Same executor, from inside it: no inbox, no lock.
             Some(local)
@@ -154,9 +202,10 @@ impl RuntimeShared {
     }
 }
 
-/// A spawned coroutine's one allocation: its join slot, and its closure
-/// until the executor takes it. The join handle holds it as the slot (as
-/// `dyn HoldsSlot`), the job as the body (as `dyn Launch`).
+/// A spawned coroutine's one allocation: its join slot (with what the
+/// spawn said about it), and its closure until the executor takes it. The
+/// join handle holds it as the slot (as `dyn HoldsSlot`), the job as the
+/// body (as `dyn Launch`).
 struct Spawned<F, T> {
     /// The job's cell in an inbox, when it is handed to another executor.
     node: SpawnNode<Job>,
@@ -192,6 +241,10 @@ where
         NonNull::from(&self.node)
     }
 
+    fn info(&self) -> &SpawnInfo {
+        self.slot.info()
+    }
+
     unsafe fn launch(self: Arc<Self>, start: Start) {
         // SAFETY: launched at most once (the trait's contract), and nothing
         // else reaches `f` while the allocation is shared (see the `Sync`
@@ -200,7 +253,10 @@ where
             return;
         };
         let result = match start {
-            Start::Run => catch_unwind(AssertUnwindSafe(f)).map_err(join_error),
+            Start::Run => {
+                let _shown = ShownInfo::show(self.slot.info());
+                catch_unwind(AssertUnwindSafe(f)).map_err(join_error)
+            }
             Start::Cancel => {
                 drop_closure(f);
                 Err(JoinError::cancelled())
@@ -221,6 +277,41 @@ where
                 "swco: dropping a detached coroutine's result panicked; the executor carries on"
             );
             drop_payload(payload);
+        }
+    }
+}
+
+/// Shows a coroutine's [`SpawnInfo`] in its task header (for
+/// `current_name`) while its closure runs: set when made, cleared when
+/// dropped, both inside the launch that holds the allocation the info lies
+/// in, so the header never points at freed memory.
+struct ShownInfo {
+    /// The running coroutine's header; `None` off a coroutine.
+    header: Option<&'static TaskHeader>,
+}
+
+impl ShownInfo {
+    fn show(info: &SpawnInfo) -> Self {
+        // The header lives (in its task, behind an `Arc`) until the
+        // coroutine has returned, after this launch; the `'static` is the
+        // executor's `Local`'s (see `Local::current`).
+        let header = Local::current()
+            .and_then(Local::running_header)
+            .map(|h| &**h);
+        if let Some(h) = header {
+            // Relaxed: only the home executor thread reads it.
+            h.info
+                .store((info as *const SpawnInfo).cast_mut(), Ordering::Relaxed);
+        }
+        ShownInfo { header }
+    }
+}
+
+impl Drop for ShownInfo {
+    fn drop(&mut self) {
+        if let Some(h) = self.header {
+            // Relaxed: as above.
+            h.info.store(std::ptr::null_mut(), Ordering::Relaxed);
         }
     }
 }

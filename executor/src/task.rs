@@ -9,7 +9,7 @@
 //!   (wake state, slot, home), which is `Send + Sync`.
 
 use std::mem::ManuallyDrop;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::Waker;
 use std::time::Instant;
@@ -17,6 +17,7 @@ use std::time::Instant;
 use corosensei::{Coroutine, Yielder};
 
 use crate::inbox::WakeLink;
+use crate::join::SpawnInfo;
 use crate::shared::ExecutorShared;
 use crate::stack;
 use crate::wake::WakeState;
@@ -58,6 +59,11 @@ pub(crate) struct TaskHeader {
     /// (`park::lent_waker`); it points at the header itself, so it stays
     /// right when the header is reused.
     pub(crate) lent: Option<ManuallyDrop<Waker>>,
+    /// What its spawn said about it (id, name), while its closure runs;
+    /// null otherwise. Set and cleared by the job around the closure
+    /// (`Spawned::launch`), which holds the allocation it points into;
+    /// only the home executor thread touches it.
+    pub(crate) info: AtomicPtr<SpawnInfo>,
 }
 
 /// Where a coroutine's stack is, and about where its stack pointer was and
@@ -142,6 +148,7 @@ impl TaskHeader {
         self.link = WakeLink::new(slot);
         self.slot = slot;
         *self.cancel_raised.get_mut() = false;
+        *self.info.get_mut() = std::ptr::null_mut();
         self.parked = ParkedAt::new(stack_top, body);
     }
 
@@ -161,6 +168,7 @@ impl TaskHeader {
             cancel_raised: AtomicBool::new(false),
             parked: ParkedAt::new(stack_top, body),
             lent: None,
+            info: AtomicPtr::new(std::ptr::null_mut()),
         }
     }
 }

@@ -244,7 +244,8 @@ impl Local {
                 .live
                 .fetch_sub(1, Ordering::Relaxed);
         }
-        let taken = self.pool.borrow_mut().take();
+        let wanted = job.stack_size();
+        let taken = self.pool.borrow_mut().take_at_least(wanted);
         let stack = match taken {
             Ok((stack, fresh)) => {
                 bump(&self.shared.counters.stacks_mapped, u64::from(fresh));
@@ -257,7 +258,7 @@ impl Local {
                 let why = format!(
                     "executor swco-cpe-{} cannot map a coroutine stack of {} bytes: {e}",
                     self.shared.index,
-                    self.pool.borrow().stack_size()
+                    wanted.unwrap_or_else(|| self.pool.borrow().stack_size())
                 );
                 if !self.refusal_reported.replace(true) {
                     eprintln!("swco: {why}; such spawns are refused (JoinError::is_refused)");

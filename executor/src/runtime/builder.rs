@@ -3,7 +3,7 @@
 //! thread starts, so bad input is a [`BuildError`], never a hang or a
 //! failure at the first spawn.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 
@@ -179,6 +179,7 @@ impl RuntimeBuilder {
             placement: self.placement,
             next: AtomicUsize::new(0),
             live: AtomicUsize::new(0),
+            next_id: AtomicU64::new(1),
             closed: AtomicBool::new(false),
             idle: Mutex::new(()),
             idle_changed: Condvar::new(),

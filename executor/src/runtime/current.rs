@@ -1,14 +1,17 @@
 //! What code inside a coroutine calls on its own runtime and executor:
-//! [`spawn`], [`yield_now`], [`sleep`], [`sleep_until`], [`current_cpe`].
+//! [`spawn`], [`yield_now`], [`sleep`], [`sleep_until`], [`current_cpe`],
+//! [`current_name`], [`current_id`].
 //! Outside a coroutine, `sleep` falls back to the thread's sleep, and
 //! `spawn` panics (there is no runtime to spawn on).
 
+use std::panic::Location;
 use std::sync::atomic::Ordering;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::executor::Local;
-use crate::join::JoinHandle;
+use crate::join::{JoinHandle, SpawnInfo};
+use crate::spawning::SpawnOptions;
 use crate::task::Suspend;
 
 /// Spawns a coroutine on the current coroutine's runtime, placed by its
@@ -21,24 +24,75 @@ use crate::task::Suspend;
 /// assert_eq!(h.join().unwrap(), 2);
 /// ```
 ///
+/// The handle records the caller ([`JoinHandle::spawned_at`]).
+///
 /// # Panics
 ///
 /// If called outside a coroutine (there is no runtime to spawn on): use
 /// [`Runtime::spawn`](crate::Runtime::spawn) there.
+#[track_caller]
 pub fn spawn<F, T>(f: F) -> JoinHandle<T>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
+    let at = Location::caller();
     let local = Local::current()
         .filter(|l| l.in_coroutine())
         .expect("swco::spawn called outside a coroutine; use Runtime::spawn from plain threads");
     let rt = local.runtime.clone();
     let (cpe, stealable) = rt.place();
-    match rt.submit(cpe, f, true, stealable) {
+    match rt.submit(cpe, f, true, stealable, SpawnOptions::at(at)) {
         Ok(h) => h,
         Err(e) => unreachable!("spawn from a live coroutine cannot fail: {e}"),
     }
+}
+
+/// What the running coroutine's spawn said about it, while its closure
+/// runs; `None` elsewhere.
+fn with_spawn_info<R>(f: impl FnOnce(&SpawnInfo) -> R) -> Option<R> {
+    let header = Local::current()
+        .filter(|l| l.in_coroutine())
+        .and_then(Local::running_header)?;
+    // Relaxed: set and cleared on this thread (see `TaskHeader::info`).
+    let info = header.info.load(Ordering::Relaxed);
+    // SAFETY: a non-null `info` points into the running coroutine's spawn
+    // allocation, which its job holds while the closure runs; the job
+    // clears the pointer before it lets go of it (`ShownInfo` in
+    // `spawning.rs`). We are on that coroutine, inside that window, and the
+    // reference does not leave this call.
+    unsafe { info.as_ref() }.map(f)
+}
+
+/// The name of the running coroutine, given with
+/// [`SpawnBuilder::name`](crate::SpawnBuilder::name); `None` for an
+/// unnamed coroutine, and outside a coroutine (or in a `Drop` that runs
+/// after its closure has returned).
+///
+/// ```
+/// let rt = swco_executor::Runtime::builder().executors(1).build().unwrap();
+/// let h = rt.spawn_builder().name("ticker").spawn(swco_executor::current_name).unwrap();
+/// assert_eq!(h.join().unwrap().as_deref(), Some("ticker"));
+/// assert_eq!(swco_executor::current_name(), None);
+/// ```
+#[must_use]
+pub fn current_name() -> Option<String> {
+    with_spawn_info(|info| info.name.as_deref().map(str::to_owned)).flatten()
+}
+
+/// The id of the running coroutine (its [`JoinHandle::id`]); `None`
+/// outside a coroutine (or in a `Drop` that runs after its closure has
+/// returned).
+///
+/// ```
+/// let rt = swco_executor::Runtime::builder().executors(1).build().unwrap();
+/// let h = rt.spawn(swco_executor::current_id);
+/// let id = h.id();
+/// assert_eq!(h.join().unwrap(), Some(id));
+/// ```
+#[must_use]
+pub fn current_id() -> Option<u64> {
+    with_spawn_info(|info| info.id)
 }
 
 /// Lets the other runnable coroutines of this executor run, then continues.

@@ -12,16 +12,22 @@
 //!   thread is joined before shutdown returns.
 
 //!
-//! The builder is in `builder.rs`; what code inside a coroutine calls on
-//! its own runtime (`spawn`, `yield_now`, `sleep`, `current_cpe`) is in
-//! `current.rs`.
+//! The builder is in `builder.rs`, the spawn builder in
+//! `spawn_builder.rs`; what code inside a coroutine calls on its own
+//! runtime (`spawn`, `yield_now`, `sleep`, `current_cpe`, `current_name`)
+//! is in `current.rs`.
 
 mod builder;
 mod current;
+mod spawn_builder;
 
 pub use builder::{RuntimeBuilder, DEFAULT_EXECUTORS, MAX_EXECUTORS};
-pub use current::{current_cpe, shutdown_requested, sleep, sleep_until, spawn, yield_now};
+pub use current::{
+    current_cpe, current_id, current_name, shutdown_requested, sleep, sleep_until, spawn, yield_now,
+};
+pub use spawn_builder::SpawnBuilder;
 
+use std::panic::Location;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -29,15 +35,17 @@ use std::time::{Duration, Instant};
 
 use crate::error::{BuildError, ShutdownTimeout, SpawnError};
 use crate::executor::Local;
-use crate::join::{JoinError, JoinHandle, JoinSlot};
+use crate::join::JoinHandle;
 use crate::shared::{RuntimeShared, StopMode};
+use crate::spawning::SpawnOptions;
 use crate::stack;
 use crate::stats::{ExecutorStats, Stats};
 
 /// How long a cancelling shutdown waits, after its timeout, for cancelled
 /// coroutines to finish unwinding while none finishes. Unwinding normally
-/// takes microseconds; a coroutine that stays blocked longer is blocked in a
-/// `Drop` (or never yields), and its executor is then left running, detached.
+/// takes microseconds; a coroutine still live after that is blocked in a
+/// `Drop`, or still running without having yielded, and its executor is
+/// then left running, detached.
 const CANCEL_PATIENCE: Duration = Duration::from_millis(200);
 
 /// A swco runtime: `executors` CPE executor threads and the scheduler that
@@ -100,17 +108,27 @@ impl Runtime {
     ///
     /// After [`shutdown`](Runtime::shutdown) the coroutine is not run and the
     /// handle's `join` returns an error saying so; use
-    /// [`try_spawn`](Runtime::try_spawn) to get the error at once.
+    /// [`try_spawn`](Runtime::try_spawn) to get the error at once. The
+    /// handle records the caller ([`JoinHandle::spawned_at`]); a name, a
+    /// stack size or an executor is given with
+    /// [`spawn_builder`](Runtime::spawn_builder).
+    #[track_caller]
     pub fn spawn<F, T>(&self, f: F) -> JoinHandle<T>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        self.try_spawn(f).unwrap_or_else(|_| {
-            let (completer, handle) = JoinSlot::pair();
-            completer.complete(Err(JoinError::shut_down()));
-            handle
-        })
+        let at = Location::caller();
+        let (cpe, stealable) = self.shared.place();
+        self.shared
+            .submit(
+                cpe,
+                f,
+                self.on_own_executor(),
+                stealable,
+                SpawnOptions::at(at),
+            )
+            .unwrap_or_else(|_| self.shared.refused_handle(SpawnOptions::at(at)))
     }
 
     /// Spawns a coroutine on the executor chosen by the placement policy.
@@ -118,14 +136,21 @@ impl Runtime {
     /// # Errors
     ///
     /// [`SpawnError::ShutDown`] after shutdown.
+    #[track_caller]
     pub fn try_spawn<F, T>(&self, f: F) -> Result<JoinHandle<T>, SpawnError>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
+        let at = Location::caller();
         let (cpe, stealable) = self.shared.place();
-        self.shared
-            .submit(cpe, f, self.on_own_executor(), stealable)
+        self.shared.submit(
+            cpe,
+            f,
+            self.on_own_executor(),
+            stealable,
+            SpawnOptions::at(at),
+        )
     }
 
     /// Spawns a coroutine on executor `cpe` (pinned there for life).
@@ -134,12 +159,41 @@ impl Runtime {
     ///
     /// [`SpawnError::OutOfRange`] if `cpe >= self.executors()`,
     /// [`SpawnError::ShutDown`] after shutdown.
+    #[track_caller]
     pub fn spawn_on<F, T>(&self, cpe: usize, f: F) -> Result<JoinHandle<T>, SpawnError>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        self.shared.submit(cpe, f, self.on_own_executor(), false)
+        let at = Location::caller();
+        self.shared
+            .submit(cpe, f, self.on_own_executor(), false, SpawnOptions::at(at))
+    }
+
+    /// A builder for one spawn with a name, a stack size of its own, or an
+    /// executor of its choice; see [`SpawnBuilder`].
+    ///
+    /// ```
+    /// # use swco_executor::Runtime;
+    /// let rt = Runtime::builder().executors(2).build().unwrap();
+    /// let h = rt
+    ///     .spawn_builder()
+    ///     .name("parser")
+    ///     .stack_size(1 << 20)
+    ///     .on(1)
+    ///     .spawn(|| swco_executor::current_name())
+    ///     .unwrap();
+    /// assert_eq!(h.name(), Some("parser"));
+    /// assert_eq!(h.join().unwrap().as_deref(), Some("parser"));
+    /// ```
+    pub fn spawn_builder(&self) -> SpawnBuilder<'_> {
+        SpawnBuilder::new(self)
+    }
+
+    /// The runtime's shared state and whether the caller is one of its
+    /// coroutines, for the spawn builder.
+    pub(crate) fn spawn_context(&self) -> (&RuntimeShared, bool) {
+        (&self.shared, self.on_own_executor())
     }
 
     /// Per-executor counters (relaxed snapshots). A coroutine's `finished`
@@ -186,14 +240,15 @@ impl Runtime {
     /// Like [`shutdown`](Runtime::shutdown), but waits at most `timeout` for
     /// live coroutines. If some are still live then, they are cancelled
     /// (their stacks unwound, their join handles return a cancelled
-    /// [`JoinError`]), the threads are joined, and the error reports how many
-    /// were live on each executor.
+    /// [`JoinError`](crate::JoinError)), the threads are joined, and the
+    /// error reports how many were live on each executor.
     ///
     /// Cancellation unwinds each coroutine's stack from where it is parked,
     /// inside the coroutine, so the `Drop`s on the way may still block (they
     /// are woken like any other wait). Coroutines still live once the
     /// cancellation stops making progress (a `Drop` blocked for good, or a
-    /// coroutine that never yields and so cannot be cancelled) are counted
+    /// coroutine still running that has not yielded since, and so is not
+    /// cancelled yet) are counted
     /// in [`ShutdownTimeout::stuck`], and their executor threads are left
     /// running, detached, rather than joined.
     ///
@@ -313,8 +368,8 @@ impl RuntimeShared {
         }
         if detached > 0 {
             eprintln!(
-                "swco: shutdown_timeout: {stuck} cancelled coroutines are still blocked \
-                 (a Drop that blocks, or a coroutine that never yields); \
+                "swco: shutdown_timeout: {stuck} cancelled coroutines are still running \
+                 or blocked (a coroutine that has not yielded, or a Drop that blocks); \
                  {detached} executor threads are left running, detached"
             );
         }

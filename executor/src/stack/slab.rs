@@ -15,6 +15,11 @@
 //! stacks touch it) and opted out of transparent huge pages, which would
 //! commit 2 MiB at a time for stacks that mostly use a few KiB.
 //!
+//! A spawn may ask for a larger stack than the runtime's
+//! ([`StackPool::take_at_least`]): that one gets a mapping of its own,
+//! unmapped when its coroutine finishes (an `mmap` and a `munmap` per such
+//! spawn, none for the others). A smaller request is served by the pool.
+//!
 //! # Free list and give-back policy
 //!
 //! * A finished coroutine's stack goes on its executor's free list, which is
@@ -286,8 +291,49 @@ impl StackPool {
         }
     }
 
-    /// Returns the stack of a finished coroutine.
+    /// A stack of at least `size` usable bytes for a spawn that asked for
+    /// one (`None`: the pool's size). Sizes up to the pool's come from the
+    /// pool, as [`take`](Self::take); a larger one is *dedicated*: its own
+    /// mapping, guarded like the others, and unmapped when given back
+    /// (then `true`, as for a fresh stack). Dedicated stacks do not count
+    /// towards the executor's stack limit.
+    ///
+    /// # Errors
+    ///
+    /// As [`take`](Self::take), or the dedicated stack could not be mapped
+    /// or guarded.
+    pub(crate) fn take_at_least(&mut self, size: Option<usize>) -> io::Result<(SlabStack, bool)> {
+        match size {
+            Some(size) if size > self.config.size() => self.dedicated(size).map(|s| (s, true)),
+            _ => self.take(),
+        }
+    }
+
+    /// A stack of `size` usable bytes (rounded up to whole pages) in a
+    /// mapping of its own.
+    fn dedicated(&mut self, size: usize) -> io::Result<SlabStack> {
+        let invalid = || io::Error::from(io::ErrorKind::InvalidInput);
+        let len = size
+            .checked_next_multiple_of(self.page)
+            .and_then(|usable| usable.checked_add(self.page))
+            .ok_or_else(invalid)?;
+        let mapping = Rc::new(Mapping::new(len)?);
+        // SAFETY: the mapping was just made and nothing uses it yet.
+        unsafe { mapping.install_guard(0, self.page, self.config.guard_pages()) }?;
+        Ok(SlabStack {
+            limit: NonZeroUsize::new(mapping.addr).expect("a mapping is never at address 0"),
+            base: NonZeroUsize::new(mapping.addr + len).expect("inside a mapping"),
+            _slab: mapping,
+        })
+    }
+
+    /// Returns the stack of a finished coroutine: to the free list, or, for
+    /// a dedicated stack (not the pool's size), back to the OS.
     pub(crate) fn give_back(&mut self, stack: SlabStack) {
+        if stack.base.get() - stack.limit.get() != self.stride {
+            // Dropping its only reference unmaps its mapping.
+            return drop(stack);
+        }
         self.free.push(stack);
     }
 
@@ -440,6 +486,27 @@ mod tests {
             let (again, fresh) = pool.take().unwrap();
             assert!(!fresh);
             assert_eq!(again.base(), b_base, "the hottest stack comes back first");
+        }
+    }
+
+    #[test]
+    fn larger_stacks_are_dedicated_and_not_kept() {
+        for guard in paths() {
+            let mut pool = pool(guard, 1);
+            let page = pool.page;
+            let (small, _) = pool.take_at_least(Some(1)).unwrap();
+            assert_eq!(small.base().get() - small.limit().get(), pool.stride);
+            // Over the pool's size, and over its limit of one stack.
+            let want = 4 * MIN_STACK_SIZE + 1;
+            let (big, fresh) = pool.take_at_least(Some(want)).unwrap();
+            assert!(fresh, "{guard:?}");
+            let usable = big.base().get() - big.limit().get() - page;
+            assert_eq!(usable, want.next_multiple_of(page), "{guard:?}");
+            assert_eq!(guard_low(&big), big.limit().get());
+            pool.give_back(big);
+            assert!(pool.free.is_empty(), "a dedicated stack is unmapped");
+            pool.give_back(small);
+            assert_eq!(pool.free.len(), 1);
         }
     }
 
