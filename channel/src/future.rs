@@ -1,4 +1,10 @@
-//! Async endpoints: [`Sender::send_async`] and [`Receiver::recv_async`].
+//! Async endpoints: [`Sender::send_async`] and [`Receiver::recv_async`],
+//! and their forms that borrow the endpoint exclusively,
+//! [`Sender::send_async_mut`] and [`Receiver::recv_async_mut`]. Both forms
+//! share their state and logic (`Sending`, `Receiving`) and differ only in
+//! a marker: a future holding `&Sender` of a side with one endpoint (not
+//! `Sync`) is not `Send`, while one holding `&mut Sender` is, since nothing
+//! else can use the endpoint while it lives.
 //!
 //! A future waits exactly as a blocking operation does (invariant 3 of
 //! `chan.rs`), except that "park" is "return `Pending`, keeping the ticket":
@@ -44,6 +50,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
@@ -169,10 +176,57 @@ impl<T, M: Mode, P: Protocol> Sender<T, M, P> {
     /// [`send_timeout`](Sender::send_timeout) on a thread or coroutine.
     pub fn send_async(&self, msg: T) -> SendFuture<'_, T, M, P> {
         SendFuture {
-            tx: self,
-            msg: Some(msg),
-            ticket: None,
-            packet: None,
+            inner: Sending::new(&self.chan, msg),
+            _tx: PhantomData,
+        }
+    }
+
+    /// [`send_async`](Sender::send_async), borrowing the sender exclusively:
+    /// the same future, but `Send` whenever the sender and the message are,
+    /// so that a task owning the sender of an `spsc` or `spmc` channel can
+    /// be spawned on a multi-threaded executor.
+    ///
+    /// Those senders are `Send` but not `Sync` (one endpoint, used by one
+    /// thread at a time), so the future of `send_async`, which holds
+    /// `&Sender`, is not `Send`: a task awaiting it cannot move to another
+    /// worker thread. The exclusive borrow guarantees that nothing else
+    /// uses the sender while the future lives, wherever it is polled.
+    /// Waiting, cancellation and errors are those of `send_async`.
+    ///
+    /// ```
+    /// use swco_channel::spsc;
+    ///
+    /// let rt = tokio::runtime::Builder::new_multi_thread()
+    ///     .worker_threads(2)
+    ///     .build()
+    ///     .unwrap();
+    /// let (mut tx, mut rx) = spsc::bounded::<u32>(1);
+    /// // `tokio::spawn` wants a `Send` future: the task owns the endpoint
+    /// // and awaits the `_mut` form.
+    /// let producer = rt.spawn(async move {
+    ///     for i in 0..10 {
+    ///         tx.send_async_mut(i).await.unwrap();
+    ///     }
+    /// });
+    /// let consumer = rt.spawn(async move {
+    ///     let mut sum = 0;
+    ///     while let Ok(i) = rx.recv_async_mut().await {
+    ///         sum += i;
+    ///     }
+    ///     sum
+    /// });
+    /// rt.block_on(producer).unwrap();
+    /// assert_eq!(rt.block_on(consumer).unwrap(), 45);
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As for [`send_async`](Sender::send_async): the future resolves to
+    /// [`SendError`], holding `msg`, if every receiver is gone.
+    pub fn send_async_mut(&mut self, msg: T) -> SendFutureMut<'_, T, M, P> {
+        SendFutureMut {
+            inner: Sending::new(&self.chan, msg),
+            _tx: PhantomData,
         }
     }
 }
@@ -242,10 +296,47 @@ impl<T, M: Mode, P: Protocol> Receiver<T, M, P> {
     /// received first, one per future.
     pub fn recv_async(&self) -> RecvFuture<'_, T, M, P> {
         RecvFuture {
-            rx: self,
-            ticket: None,
-            done: false,
-            packet: None,
+            inner: Receiving::new(&self.chan),
+            _rx: PhantomData,
+        }
+    }
+
+    /// [`recv_async`](Receiver::recv_async), borrowing the receiver
+    /// exclusively: the same future, but `Send` whenever the receiver is,
+    /// so that a task owning the receiver of an `spsc` or `mpsc` channel
+    /// can be spawned on a multi-threaded executor (see
+    /// [`Sender::send_async_mut`], whose example uses both).
+    ///
+    /// ```
+    /// use swco_channel::mpsc;
+    ///
+    /// let rt = tokio::runtime::Builder::new_multi_thread()
+    ///     .worker_threads(2)
+    ///     .build()
+    ///     .unwrap();
+    /// let (tx, mut rx) = mpsc::bounded::<u32>(4);
+    /// let consumer = rt.spawn(async move {
+    ///     let mut got = Vec::new();
+    ///     while let Ok(i) = rx.recv_async_mut().await {
+    ///         got.push(i);
+    ///     }
+    ///     got
+    /// });
+    /// for i in 0..3 {
+    ///     tx.send(i).unwrap();
+    /// }
+    /// drop(tx);
+    /// assert_eq!(rt.block_on(consumer).unwrap(), [0, 1, 2]);
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As for [`recv_async`](Receiver::recv_async): the future resolves to
+    /// [`RecvError`] once the channel is empty and every sender is gone.
+    pub fn recv_async_mut(&mut self) -> RecvFutureMut<'_, T, M, P> {
+        RecvFutureMut {
+            inner: Receiving::new(&self.chan),
+            _rx: PhantomData,
         }
     }
 }
@@ -258,6 +349,13 @@ impl<T, M: Mode, P: Protocol> Receiver<T, M, P> {
 /// gone. Dropping it before then drops the message (it was never sent) and
 /// loses no wake-up. It borrows the sender, holds the message inline, and is
 /// `Unpin`.
+///
+/// It is `Send` where `&Sender` is: for the senders of `mpsc` and `mpmc`
+/// (which are `Sync`), not for those of `spsc` and `spmc`, which one thread
+/// at a time may use (a future moved to another thread while the sender is
+/// still borrowed here could race its other users). For a task that owns
+/// such a sender and must be `Send`, use [`Sender::send_async_mut`]
+/// ([`SendFutureMut`]).
 ///
 /// ```
 /// # use std::future::Future;
@@ -293,7 +391,36 @@ impl<T, M: Mode, P: Protocol> Receiver<T, M, P> {
 /// Polling it again after it has returned `Poll::Ready` panics.
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct SendFuture<'a, T, M: Mode, P: Protocol = Cas> {
-    tx: &'a Sender<T, M, P>,
+    inner: Sending<'a, T, M, P>,
+    /// A shared borrow of the sender, for the auto traits: the future is
+    /// `Send` only where `&Sender` is.
+    _tx: PhantomData<&'a Sender<T, M, P>>,
+}
+
+/// The future of [`Sender::send_async_mut`]: [`SendFuture`], holding its
+/// sender by exclusive borrow, and so `Send` wherever the sender and the
+/// message are (the sender of every mode, `spsc` and `spmc` included).
+///
+/// See [`Sender::send_async_mut`] for an example.
+///
+/// # Panics
+///
+/// Polling it again after it has returned `Poll::Ready` panics.
+#[must_use = "futures do nothing unless you `.await` or poll them"]
+pub struct SendFutureMut<'a, T, M: Mode, P: Protocol = Cas> {
+    inner: Sending<'a, T, M, P>,
+    /// An exclusive borrow of the sender: while the future lives, no other
+    /// code can use the sender, on this thread or another, so the future
+    /// may move between threads as the sender itself may.
+    _tx: PhantomData<&'a mut Sender<T, M, P>>,
+}
+
+/// A send in progress, for either future. It reaches the channel directly
+/// (a `Chan` of a `Send` message is `Sync`): how the future holds its
+/// sender, and so whether it may move to another thread, is the wrapper's
+/// marker.
+struct Sending<'a, T, M: Mode, P: Protocol> {
+    chan: &'a Chan<T, M, P>,
     /// The message, until it is in the channel or handed back.
     msg: Option<T>,
     /// Held between a `Pending` and the next poll (or the drop).
@@ -305,10 +432,22 @@ pub struct SendFuture<'a, T, M: Mode, P: Protocol = Cas> {
 
 // The message is never pinned: it is only read (copied into the ring) and
 // moved out, through `&mut Self`, so moving the future moves nothing that is
-// pinned (as for `std::future::Ready<T>`).
-impl<T, M: Mode, P: Protocol> Unpin for SendFuture<'_, T, M, P> {}
+// pinned (as for `std::future::Ready<T>`). The wrappers are `Unpin` through
+// it.
+impl<T, M: Mode, P: Protocol> Unpin for Sending<'_, T, M, P> {}
 
-impl<T, M: Mode, P: Protocol> SendFuture<'_, T, M, P> {
+impl<'a, T, M: Mode, P: Protocol> Sending<'a, T, M, P> {
+    fn new(chan: &'a Chan<T, M, P>, msg: T) -> Self {
+        Sending {
+            chan,
+            msg: Some(msg),
+            ticket: None,
+            packet: None,
+        }
+    }
+}
+
+impl<T, M: Mode, P: Protocol> Sending<'_, T, M, P> {
     /// One attempt to put the message in the ring. On `Ok` the ring owns
     /// it, and `self.msg` is empty.
     fn try_send(&mut self) -> Result<(), Unsent> {
@@ -321,7 +460,7 @@ impl<T, M: Mode, P: Protocol> SendFuture<'_, T, M, P> {
         // bitwise copy and we forget ours at once, before anything else can
         // observe it; on `Err`, and if this unwinds, it is still ours (and
         // still in `self.msg`, dropped with the future).
-        let outcome = unsafe { self.tx.chan.try_send_from(msg) };
+        let outcome = unsafe { self.chan.try_send_from(msg) };
         if outcome.is_ok() {
             // The ring owns the message now: take ours out without dropping
             // it, before anyone is woken (a waker may panic, and this copy
@@ -335,7 +474,7 @@ impl<T, M: Mode, P: Protocol> SendFuture<'_, T, M, P> {
     fn finish(&mut self, outcome: Result<(), Unsent>) -> Poll<Result<(), SendError<T>>> {
         match outcome {
             Ok(()) => {
-                self.tx.chan.wake_receiver();
+                self.chan.wake_receiver();
                 Poll::Ready(Ok(()))
             }
             Err(Unsent::Disconnected) => {
@@ -351,14 +490,28 @@ impl<T, M: Mode, P: Protocol> Future for SendFuture<'_, T, M, P> {
     type Output = Result<(), SendError<T>>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.get_mut();
-        let tx = this.tx;
-        if tx.chan.zero().is_some() {
+        self.get_mut().inner.poll(cx)
+    }
+}
+
+impl<T, M: Mode, P: Protocol> Future for SendFutureMut<'_, T, M, P> {
+    type Output = Result<(), SendError<T>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.get_mut().inner.poll(cx)
+    }
+}
+
+impl<T, M: Mode, P: Protocol> Sending<'_, T, M, P> {
+    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), SendError<T>>> {
+        let this = self;
+        let chan = this.chan;
+        if chan.zero().is_some() {
             return this.poll_zero(cx);
         }
-        let senders = &*tx.chan.senders;
+        let senders = &*chan.senders;
         if let Some(ticket) = this.ticket.take() {
-            if senders.stands(ticket, &TaskPark(cx.waker()), &|| tx.chan.still_full()) {
+            if senders.stands(ticket, &TaskPark(cx.waker()), &|| chan.still_full()) {
                 // Still registered through this task's waker (a lone
                 // sender's slot): try again without leaving, and stay
                 // registered if the ring is still full.
@@ -381,7 +534,7 @@ impl<T, M: Mode, P: Protocol> Future for SendFuture<'_, T, M, P> {
                 Err(Unsent::Full) => {}
                 outcome => return this.finish(outcome),
             }
-            if let Some(ticket) = register(senders, cx.waker(), || tx.chan.still_full()) {
+            if let Some(ticket) = register(senders, cx.waker(), || chan.still_full()) {
                 this.ticket = Some(ticket);
                 return Poll::Pending;
             }
@@ -390,11 +543,11 @@ impl<T, M: Mode, P: Protocol> Future for SendFuture<'_, T, M, P> {
     }
 }
 
-impl<T, M: Mode, P: Protocol> SendFuture<'_, T, M, P> {
+impl<T, M: Mode, P: Protocol> Sending<'_, T, M, P> {
     /// `poll` on a zero-capacity channel.
     fn poll_zero(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), SendError<T>>> {
         let msg = &mut self.msg;
-        poll_rendezvous(&self.tx.chan, Side::Send, &mut self.packet, cx, || {
+        poll_rendezvous(self.chan, Side::Send, &mut self.packet, cx, || {
             Some(msg.take().expect("SendFuture polled after completion"))
         })
         .map(|outcome| {
@@ -459,10 +612,10 @@ fn poll_rendezvous<T, M: Mode, P: Protocol>(
     }
 }
 
-impl<T, M: Mode, P: Protocol> Drop for SendFuture<'_, T, M, P> {
+impl<T, M: Mode, P: Protocol> Drop for Sending<'_, T, M, P> {
     fn drop(&mut self) {
         if let Some(packet) = self.packet.take() {
-            let zero = self.tx.chan.zero().expect("a zero-capacity channel");
+            let zero = self.chan.zero().expect("a zero-capacity channel");
             // Taken back unless a receiver took it first; an unsent message
             // is dropped here, with the future.
             drop(zero.withdraw(Side::Send, &packet));
@@ -470,15 +623,18 @@ impl<T, M: Mode, P: Protocol> Drop for SendFuture<'_, T, M, P> {
         if let Some(ticket) = self.ticket.take() {
             // No retry follows: hand on a free slot we were woken for. The
             // unsent message (if any) is dropped with `self.msg`.
-            self.tx.chan.senders.abandon(ticket);
+            self.chan.senders.abandon(ticket);
         }
     }
 }
 
-impl<T, M: Mode, P: Protocol> fmt::Debug for SendFuture<'_, T, M, P> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SendFuture")
-            .field("tx", self.tx)
+impl<T, M: Mode, P: Protocol> Sending<'_, T, M, P> {
+    fn debug(&self, name: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct(name)
+            .field(
+                "tx",
+                &format_args!("Sender<{}, {}> {{ .. }}", M::NAME, P::NAME),
+            )
             .field(
                 "sent_or_failed",
                 &(self.msg.is_none() && self.packet.is_none()),
@@ -488,12 +644,29 @@ impl<T, M: Mode, P: Protocol> fmt::Debug for SendFuture<'_, T, M, P> {
     }
 }
 
+impl<T, M: Mode, P: Protocol> fmt::Debug for SendFuture<'_, T, M, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.inner.debug("SendFuture", f)
+    }
+}
+
+impl<T, M: Mode, P: Protocol> fmt::Debug for SendFutureMut<'_, T, M, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.inner.debug("SendFutureMut", f)
+    }
+}
+
 /// The future of [`Receiver::recv_async`]: receives one message, waiting
 /// while the channel is empty.
 ///
 /// Resolves to `Ok(msg)`, or to `Err(RecvError)` once the channel is empty
 /// and every sender is gone. Dropping it before then loses no message and no
 /// wake-up. It borrows the receiver and is `Unpin`.
+///
+/// It is `Send` where `&Receiver` is: for the receivers of `spmc` and
+/// `mpmc`, not for those of `spsc` and `mpsc`; for a task that owns such a
+/// receiver and must be `Send`, use [`Receiver::recv_async_mut`]
+/// ([`RecvFutureMut`]).
 ///
 /// ```
 /// # use std::future::Future;
@@ -526,7 +699,31 @@ impl<T, M: Mode, P: Protocol> fmt::Debug for SendFuture<'_, T, M, P> {
 /// Polling it again after it has returned `Poll::Ready` panics.
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct RecvFuture<'a, T, M: Mode, P: Protocol = Cas> {
-    rx: &'a Receiver<T, M, P>,
+    inner: Receiving<'a, T, M, P>,
+    /// A shared borrow of the receiver, for the auto traits: the future is
+    /// `Send` only where `&Receiver` is.
+    _rx: PhantomData<&'a Receiver<T, M, P>>,
+}
+
+/// The future of [`Receiver::recv_async_mut`]: [`RecvFuture`], holding its
+/// receiver by exclusive borrow, and so `Send` wherever the receiver is
+/// (the receiver of every mode, `spsc` and `mpsc` included).
+///
+/// See [`Receiver::recv_async_mut`] for an example.
+///
+/// # Panics
+///
+/// Polling it again after it has returned `Poll::Ready` panics.
+#[must_use = "futures do nothing unless you `.await` or poll them"]
+pub struct RecvFutureMut<'a, T, M: Mode, P: Protocol = Cas> {
+    inner: Receiving<'a, T, M, P>,
+    /// An exclusive borrow of the receiver, as in [`SendFutureMut`].
+    _rx: PhantomData<&'a mut Receiver<T, M, P>>,
+}
+
+/// A receive in progress, for either future; as [`Sending`].
+struct Receiving<'a, T, M: Mode, P: Protocol> {
+    chan: &'a Chan<T, M, P>,
     /// Held between a `Pending` and the next poll (or the drop).
     ticket: Option<RxTicket<M, P>>,
     /// Set once the future has resolved.
@@ -537,15 +734,40 @@ pub struct RecvFuture<'a, T, M: Mode, P: Protocol = Cas> {
 }
 
 // Nothing in it is ever pinned (a ticket is plain data, `Copy`).
-impl<T, M: Mode, P: Protocol> Unpin for RecvFuture<'_, T, M, P> {}
+impl<T, M: Mode, P: Protocol> Unpin for Receiving<'_, T, M, P> {}
+
+impl<'a, T, M: Mode, P: Protocol> Receiving<'a, T, M, P> {
+    fn new(chan: &'a Chan<T, M, P>) -> Self {
+        Receiving {
+            chan,
+            ticket: None,
+            done: false,
+            packet: None,
+        }
+    }
+}
 
 impl<T, M: Mode, P: Protocol> Future for RecvFuture<'_, T, M, P> {
     type Output = Result<T, RecvError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.get_mut();
+        self.get_mut().inner.poll(cx)
+    }
+}
+
+impl<T, M: Mode, P: Protocol> Future for RecvFutureMut<'_, T, M, P> {
+    type Output = Result<T, RecvError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.get_mut().inner.poll(cx)
+    }
+}
+
+impl<T, M: Mode, P: Protocol> Receiving<'_, T, M, P> {
+    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Result<T, RecvError>> {
+        let this = self;
         assert!(!this.done, "RecvFuture polled after completion");
-        let chan = &*this.rx.chan;
+        let chan = this.chan;
         if chan.zero().is_some() {
             let outcome =
                 poll_rendezvous(chan, Side::Recv, &mut this.packet, cx, || None).map(|outcome| {
@@ -595,10 +817,10 @@ impl<T, M: Mode, P: Protocol> Future for RecvFuture<'_, T, M, P> {
     }
 }
 
-impl<T, M: Mode, P: Protocol> Drop for RecvFuture<'_, T, M, P> {
+impl<T, M: Mode, P: Protocol> Drop for Receiving<'_, T, M, P> {
     fn drop(&mut self) {
         if let Some(packet) = self.packet.take() {
-            let chan = &*self.rx.chan;
+            let chan = self.chan;
             let zero = chan.zero().expect("a zero-capacity channel");
             if let Settled::Done(Some(msg)) = zero.withdraw(Side::Recv, &packet) {
                 // Handed a message, then dropped: it goes on to the next
@@ -611,17 +833,32 @@ impl<T, M: Mode, P: Protocol> Drop for RecvFuture<'_, T, M, P> {
         if let Some(ticket) = self.ticket.take() {
             // No retry follows: hand on a message we were woken for (it is
             // still in the channel).
-            self.rx.chan.receivers.abandon(ticket);
+            self.chan.receivers.abandon(ticket);
         }
+    }
+}
+
+impl<T, M: Mode, P: Protocol> Receiving<'_, T, M, P> {
+    fn debug(&self, name: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct(name)
+            .field(
+                "rx",
+                &format_args!("Receiver<{}, {}> {{ .. }}", M::NAME, P::NAME),
+            )
+            .field("done", &self.done)
+            .field("waiting", &self.ticket.is_some())
+            .finish()
     }
 }
 
 impl<T, M: Mode, P: Protocol> fmt::Debug for RecvFuture<'_, T, M, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RecvFuture")
-            .field("rx", self.rx)
-            .field("done", &self.done)
-            .field("waiting", &self.ticket.is_some())
-            .finish()
+        self.inner.debug("RecvFuture", f)
+    }
+}
+
+impl<T, M: Mode, P: Protocol> fmt::Debug for RecvFutureMut<'_, T, M, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.inner.debug("RecvFutureMut", f)
     }
 }

@@ -67,7 +67,7 @@ pub use endpoint::{bounded_in, IntoIter, Iter, Receiver, Sender, TryIter};
 pub use error::{
     RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
 };
-pub use future::{RecvFuture, SendFuture};
+pub use future::{RecvFuture, RecvFutureMut, SendFuture, SendFutureMut};
 #[doc(hidden)]
 pub use select::__private;
 pub use select::{

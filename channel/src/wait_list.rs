@@ -42,8 +42,10 @@ use crate::updt::UpdtCell;
 /// The waiters of one side of a channel (blocked senders, or blocked
 /// receivers), as the blocking path and the peer's wake path see them.
 pub trait Waiters: Send + Sync + 'static {
-    /// What a registered waiter holds until it leaves.
-    type Ticket: Copy;
+    /// What a registered waiter holds until it leaves. Plain data, which a
+    /// pending future holds: `Send` and `Sync`, so that the future's auto
+    /// traits depend only on its endpoint and message, in generic code too.
+    type Ticket: Copy + Send + Sync;
 
     /// Whether registering and [`notify_all`](Waiters::notify_all) take
     /// the same lock, so that a waiter and a disconnection that race are

@@ -1,5 +1,6 @@
-//! The async endpoints, `Sender::send_async` and `Receiver::recv_async`, in
-//! every mode and both protocols: exact counts on capacity-1 channels (so the
+//! The async endpoints, `Sender::send_async` and `Receiver::recv_async` (and
+//! their `_mut` forms, whose futures are `Send` for every mode), in every
+//! mode and both protocols: exact counts on capacity-1 channels (so the
 //! futures really suspend), interop with blocking threads in both
 //! directions, disconnection in both directions, and cancel safety (a
 //! dropped pending future loses no message and no wake-up, and leaves no
@@ -19,7 +20,8 @@ use std::time::Duration;
 use common::{Census, Counted, Panic, TestPark, HANG_GUARD};
 use swco_channel::{
     bounded_in, hook, Cas, ManyConsumers, ManyProducers, Mode, Mpmc, Mpsc, Protocol, Receiver,
-    RecvError, RecvFuture, SendFuture, Sender, Spmc, Spsc, TryRecvError, Updt,
+    RecvError, RecvFuture, RecvFutureMut, SendFuture, SendFutureMut, Sender, Spmc, Spsc,
+    TryRecvError, Updt,
 };
 
 // ---- harness -----------------------------------------------------------------
@@ -1013,6 +1015,91 @@ mod traits {
     assert_not_impl_any!(SendFuture<'static, u8, Spsc, Cas>: Send);
     assert_not_impl_any!(RecvFuture<'static, u8, Mpsc, Cas>: Send);
     assert_not_impl_any!(SendFuture<'static, Rc<u8>, Mpmc, Cas>: Send);
+    assert_not_impl_any!(SendFuture<'static, u8, Spmc, Updt>: Send);
+    assert_not_impl_any!(RecvFuture<'static, u8, Spsc, Updt>: Send);
+
+    // The `_mut` forms hold their endpoint exclusively: Send wherever the
+    // endpoint (and the message) is, a lone side's included.
+    assert_impl_all!(SendFutureMut<'static, PhantomPinned, Spsc, Cas>: Unpin);
+    assert_impl_all!(RecvFutureMut<'static, PhantomPinned, Mpsc, Updt>: Unpin);
+    assert_impl_all!(SendFutureMut<'static, u8, Spsc, Cas>: Send, std::fmt::Debug);
+    assert_impl_all!(SendFutureMut<'static, u8, Spmc, Updt>: Send);
+    assert_impl_all!(SendFutureMut<'static, u8, Mpmc, Cas>: Send);
+    assert_impl_all!(RecvFutureMut<'static, u8, Spsc, Updt>: Send, std::fmt::Debug);
+    assert_impl_all!(RecvFutureMut<'static, u8, Mpsc, Cas>: Send);
+    assert_impl_all!(RecvFutureMut<'static, u8, Mpmc, Updt>: Send);
+    assert_not_impl_any!(SendFutureMut<'static, Rc<u8>, Spsc, Cas>: Send);
+    assert_not_impl_any!(RecvFutureMut<'static, Rc<u8>, Mpsc, Cas>: Send);
+
+    /// Tasks that own a lone endpoint and await its `_mut` future are
+    /// `Send`: `tokio::spawn` on a multi-threaded runtime takes them, and
+    /// they exchange every message exactly once, on a ring (capacity 1, so
+    /// both sides really wait) and on a rendezvous.
+    fn mut_futures_on_worker_threads<M: Mode, P: Protocol>() {
+        const N: u32 = 500;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_time()
+            .build()
+            .unwrap();
+        for capacity in [1, 0] {
+            let census = Census::new();
+            let (mut tx, mut rx) = bounded_in::<Counted<u32>, M, P>(capacity);
+            let c = census.clone();
+            let sum = rt.block_on(async move {
+                let producer = tokio::spawn(async move {
+                    for i in 0..N {
+                        let sent = tx.send_async_mut(Counted::new(i, &c)).await;
+                        assert!(sent.is_ok(), "the receiver is alive");
+                    }
+                });
+                let consumer = tokio::spawn(async move {
+                    let mut sum = 0u64;
+                    let mut count = 0;
+                    while let Ok(m) = rx.recv_async_mut().await {
+                        sum += u64::from(m.value);
+                        count += 1;
+                    }
+                    assert_eq!(count, N);
+                    sum
+                });
+                tokio::time::timeout(HANG_GUARD, async {
+                    producer.await.unwrap();
+                    consumer.await.unwrap()
+                })
+                .await
+                .expect("hung (lost wake-up?)")
+            });
+            assert_eq!(
+                sum,
+                u64::from(N) * u64::from(N - 1) / 2,
+                "capacity {capacity}"
+            );
+            assert_eq!(census.made(), N as usize);
+            assert_eq!(census.dropped(), N as usize);
+        }
+    }
+
+    #[test]
+    fn spsc_mut_futures_are_spawnable_on_worker_threads() {
+        mut_futures_on_worker_threads::<Spsc, Cas>();
+        mut_futures_on_worker_threads::<Spsc, Updt>();
+    }
+
+    #[test]
+    fn spmc_mut_send_future_is_spawnable_on_worker_threads() {
+        mut_futures_on_worker_threads::<Spmc, Updt>();
+    }
+
+    #[test]
+    fn mpsc_mut_recv_future_is_spawnable_on_worker_threads() {
+        mut_futures_on_worker_threads::<Mpsc, Cas>();
+    }
+
+    #[test]
+    fn mpmc_mut_futures_are_spawnable_on_worker_threads() {
+        mut_futures_on_worker_threads::<Mpmc, Updt>();
+    }
 
     /// An mpmc future can go to a multi-threaded executor's `spawn`.
     #[test]
