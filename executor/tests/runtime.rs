@@ -1,7 +1,7 @@
 //! Runtime integration tests: coroutines on CPE executors, talking through
 //! channels.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
@@ -535,6 +535,49 @@ fn shutdown_timeout_cancels_coroutines_that_keep_yielding() {
         .unwrap_err();
     assert_eq!(report.blocked, vec![1]);
     assert!(spinner.join().unwrap_err().is_cancelled());
+}
+
+/// A coroutine that is running, and has not yielded, when the shutdown
+/// times out cannot be unwound until it yields: the report counts it as
+/// still live after the cancellation, in words that fit a running
+/// coroutine as well as a blocked one, and it then finishes by itself.
+#[test]
+fn shutdown_timeout_reports_a_coroutine_that_has_not_yielded_as_running_or_blocked() {
+    /// Lets the coroutine finish however the test ends, so that it never
+    /// keeps a core busy for the rest of the run.
+    struct Release(Arc<AtomicBool>);
+    impl Drop for Release {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    let rt = runtime(1);
+    let go = Arc::new(AtomicBool::new(false));
+    let started = Arc::new(AtomicBool::new(false));
+    let release = Release(go.clone());
+    let (g, s) = (go.clone(), started.clone());
+    let runner = rt.spawn(move || {
+        s.store(true, Ordering::SeqCst);
+        while !g.load(Ordering::SeqCst) {
+            std::hint::spin_loop();
+        }
+        7u32
+    });
+    while !started.load(Ordering::SeqCst) {
+        thread::yield_now();
+    }
+    let report = rt.shutdown_timeout(Duration::from_millis(20)).unwrap_err();
+    drop(release);
+    assert_eq!(report.blocked, vec![1]);
+    assert_eq!(report.stuck, 1);
+    assert_eq!(
+        report.to_string(),
+        "shutdown timed out with 1 coroutines still live (cpe 0: 1); \
+         1 were still running or blocked after cancellation \
+         (their executors are left running)"
+    );
+    assert_eq!(runner.join().ok(), Some(7));
 }
 
 #[test]
