@@ -13,7 +13,8 @@
 //! queues) and atomics, and ring its bell; it never blocks on an MPI call
 //! (every send is `MPI_Isend`; control frames and typed data arrive into
 //! receives it keeps posted, `posted.rs`, and byte messages are found with
-//! `MPI_Improbe`), so it keeps receiving while its own sends are pending.
+//! `MPI_Improbe` on their routes' tags only), so it keeps receiving while
+//! its own sends are pending.
 //!
 //! Hosted by a coroutine, the bridge's state is shared with the other
 //! coroutines of its executor, and they do part of its work themselves:
@@ -100,7 +101,7 @@ use swco::channel::{mpmc, mpsc, spsc};
 
 use crate::endpoint::{InShared, OutShared, Run};
 use crate::posted::{data_cap, Posted, CTRL_CAP, DATA_CAP};
-use crate::wire::{data_tag, user_tag, Kind, Payload, CTRL_TAG, FRAME};
+use crate::wire::{data_tag, Kind, Payload, CTRL_TAG, FRAME};
 
 /// Adds `n` to a counter that only the bridge's thread writes: a plain load
 /// and store, not a locked read-modify-write. Readers elsewhere see a
@@ -464,9 +465,6 @@ pub(crate) trait Sink: Send {
     /// held by the receiver polling for it) if given, else into the
     /// receiver's channel.
     fn poll(&mut self, waiter: Option<&mut dyn Any>) -> Option<(i32, usize)>;
-    /// Posts the route's receive again if its last completion left it
-    /// unposted (`Posted::repost`).
-    fn repost(&mut self);
     /// Receives a probed data batch, delivering (or discarding) each
     /// message; returns how many it held.
     fn receive(&mut self, msg: Message, status: Status) -> usize;
@@ -531,11 +529,6 @@ impl<T: Payload> Sink for TypedIn<T> {
         }
         Some((src, n))
     }
-    fn repost(&mut self) {
-        if let Some(posted) = &mut self.posted {
-            posted.repost();
-        }
-    }
     fn receive(&mut self, msg: Message, status: Status) -> usize {
         let (wire, _) = (msg, status).matched_receive_vec::<T::Wire>();
         let batch = T::decode(wire);
@@ -581,8 +574,8 @@ struct SrcState {
 struct InRoute {
     shared: Arc<InShared>,
     sink: Box<dyn Sink>,
-    /// Its batches are found by probing (byte messages), not by a posted
-    /// receive.
+    /// Its batches are found by probing its tag (byte messages), not by a
+    /// posted receive.
     probed: bool,
     free: usize,
     sources: BTreeMap<i32, SrcState>,
@@ -648,7 +641,8 @@ struct Bridge {
     /// a single route.
     iterations: u64,
     /// How many routes of `ins` are probed rather than posted: while there
-    /// are none, nothing calls `MPI_Improbe`.
+    /// are none, nothing calls `MPI_Improbe`. Each probe asks for one such
+    /// route's tag, never for a posted one (see `incoming`).
     probed: usize,
 }
 
@@ -1233,8 +1227,8 @@ impl Bridge {
                 st.close_batches = Some(0);
             }
         }
-        // Posted before this iteration's probe: a batch already waiting in
-        // MPI's unexpected queue is matched by the new receive.
+        // A posted route's tag is never probed (see `incoming`): its
+        // batches are matched by this receive and its successors alone.
         route.probed = !route.sink.post(&self.comm, data_tag(tag));
         self.probed += usize::from(route.probed);
         self.ins.insert(tag, route);
@@ -1245,8 +1239,9 @@ impl Bridge {
 
     fn incoming(&mut self) -> bool {
         let mut any = false;
-        // Data into posted receives. A route's receive is posted again as
-        // soon as its batch is out, before anything is probed (`posted.rs`).
+        // Data into posted receives, one batch per route: the one its
+        // receive holds, delivered before the receive is posted again
+        // (`posted.rs`).
         for route in self.ins.values_mut() {
             let Some((src, n)) = route.sink.poll(None) else {
                 continue;
@@ -1268,40 +1263,38 @@ impl Bridge {
             any = true;
             self.frames_from(src, &words);
         }
-        // Byte messages are probed, and so is anything else nobody posted
-        // for (by the protocol, nothing).
+        // Byte messages are probed, on the tags of their routes only. A tag
+        // with a receive posted for it (control, typed data) is never
+        // probed, so its batches are matched by that receive alone, one at
+        // a time and in MPI's order per (source, tag), each delivered
+        // before the receive is posted again. An any-tag probe would break
+        // that: it could take a posted tag's next batch while the receive
+        // holds the one before, complete but not yet delivered (a long
+        // batch crosses as several MPI messages on one tag), and deliver
+        // the later one first. Nothing comes on a tag with no route (data
+        // needs a receiver's credit), so no probe looks there.
         if self.probed == 0 {
             return any;
         }
-        // Every posted receive posted again first (see `posted.rs`).
-        self.ctrl_in.repost();
-        for route in self.ins.values_mut() {
-            route.sink.repost();
-        }
-        for _ in 0..256 {
-            let Some((msg, status)) = self.comm.any_process().immediate_matched_probe() else {
-                break;
-            };
-            any = true;
-            let src = status.source_rank();
-            let tag = status.tag();
-            if tag == CTRL_TAG {
-                let (words, _) = (msg, status).matched_receive_vec::<u64>();
-                self.frames_from(src, &words);
-            } else if let Some(route) = user_tag(tag).and_then(|t| self.ins.get_mut(&t)) {
-                let n = route.sink.receive(msg, status);
-                route.arrived(src, n);
-                if self.hosted {
+        for (&tag, route) in self.ins.iter_mut() {
+            if !route.probed {
+                continue;
+            }
+            for _ in 0..256 {
+                let Some((msg, status)) = self
+                    .comm
+                    .any_process()
+                    .immediate_matched_probe_with_tag(data_tag(tag))
+                else {
                     break;
+                };
+                any = true;
+                let n = route.sink.receive(msg, status);
+                route.arrived(status.source_rank(), n);
+                if self.hosted {
+                    // As for a posted route's delivery above.
+                    return any;
                 }
-            } else {
-                // Unreachable by the protocol (data needs credit from a
-                // receiver); receive it anyway so MPI holds nothing unmatched.
-                let _ = (msg, status).matched_receive_vec::<u8>();
-                eprintln!(
-                    "swco-mpi: rank {}: stray data on MPI tag {tag} from {src}",
-                    self.rank
-                );
             }
         }
         any

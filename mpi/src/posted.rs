@@ -12,11 +12,17 @@
 //!
 //! # Invariants
 //!
-//! * One receive is posted per tag at a time. After a completion it is
-//!   posted again at its next test, and always before the bridge probes
-//!   for anything (`MPI_Improbe`): a batch that arrived in between waits
-//!   in MPI's unexpected queue, which the new receive matches first, so no
-//!   probe takes it and the per-(source, tag) order holds.
+//! * One receive is posted per tag at a time, and the bridge never probes
+//!   a tag it posts for: `MPI_Improbe` asks only for the tags of routes
+//!   whose batches are probed (byte messages). A tag's batches are thus
+//!   matched by its receives alone, in MPI's order per (source, tag), and
+//!   each is delivered before the receive is posted again; a batch that
+//!   arrives in between waits in MPI's unexpected queue, which the next
+//!   receive matches first. Reposting before an any-tag probe is not
+//!   enough: it keeps the probe from the batch after the last one
+//!   delivered, which the new receive matches, but once that receive has
+//!   it (complete, not yet delivered) the probe would take the batch after
+//!   it and deliver it first.
 //! * Nothing reads or writes the buffer while the receive is posted; the
 //!   first `count` elements are read, once, after a completion and before
 //!   it is posted again.
@@ -99,10 +105,8 @@ impl<E: Equivalence> Posted<E> {
         }
     }
 
-    /// Posts the receive again if a completion left it unposted. The bridge
-    /// calls this for every route before it probes (`MPI_Improbe`), so no
-    /// probe takes a batch a posted receive should have.
-    pub(crate) fn repost(&mut self) {
+    /// Posts the receive again if a completion left it unposted.
+    fn repost(&mut self) {
         if self.idle {
             self.idle = false;
             self.post();
@@ -114,10 +118,9 @@ impl<E: Equivalence> Posted<E> {
     /// `f` returned. Elements `f` leaves unread are forgotten, not dropped.
     ///
     /// After a batch of one message, the receive is posted again at the
-    /// next `test` (or `repost`), not here: reposting costs about as much
-    /// as the test, and done later it is off the path from the message to
-    /// its consumer (who, in a ping-pong, has replied before the next
-    /// test). A batch that arrives meanwhile waits in MPI's unexpected
+    /// next `test`, not here: reposting costs about as much as the test,
+    /// and done later it is off the path from the message to its consumer
+    /// (who, in a ping-pong, has replied before the next test). A batch that arrives meanwhile waits in MPI's unexpected
     /// queue, which the new receive matches first. After a longer batch
     /// (a stream) it is posted at once, for the next batch to land in.
     pub(crate) fn test<R>(&mut self, f: impl FnOnce(i32, Arrived<'_, E>) -> R) -> Option<R> {

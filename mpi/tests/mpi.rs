@@ -411,6 +411,68 @@ fn long_batches(world: &Arc<World>) {
     rt.shutdown();
 }
 
+/// Long typed batches beside an open byte route: rank 0 keeps a receiver
+/// of byte messages open (so its bridge probes for them) while every other
+/// rank sends 50 000 `u64`s in one `send_batch`, which crosses as many
+/// MPI messages of the posted buffer's size on one tag. Each rank's values
+/// must arrive exactly once and in order; then one byte message per rank,
+/// sent after its batch, arrives intact.
+fn long_batches_beside_bytes(world: &Arc<World>) {
+    const BYTES_TAG: u16 = 80;
+    const TAG: u16 = 81;
+    const PER: u64 = 50_000;
+    let rt = runtime();
+    // A value says which rank sent it (high half) and its place (low half).
+    let value = |rank: i32, seq: u64| (rank as u64) << 32 | seq;
+    let note = |rank: i32| format!("rank {rank} done").into_bytes();
+    let senders = world.size() as usize - 1;
+    if world.rank() == 0 {
+        let bytes_rx = world.receiver::<Vec<u8>>(Source::Others, BYTES_TAG, 2);
+        let rx = world.receiver::<u64>(Source::Others, TAG, 20_000);
+        let mut got = Vec::new();
+        while rx.recv_batch(&mut got, 5_000).is_ok() {}
+        let mut next: HashMap<i32, u64> = HashMap::new();
+        for (i, &v) in got.iter().enumerate() {
+            let rank = (v >> 32) as i32;
+            let n = next.entry(rank).or_insert(0);
+            assert_eq!(
+                v,
+                value(rank, *n),
+                "rank {rank}'s value {n} out of order or duplicate, at {i}: got seq {}",
+                v & 0xffff_ffff
+            );
+            *n += 1;
+        }
+        assert_eq!(next.len(), senders, "ranks seen: {next:?}");
+        assert!(next.values().all(|&n| n == PER), "values lost: {next:?}");
+        assert_eq!(got.len(), senders * PER as usize);
+        let mut notes: Vec<Vec<u8>> = bytes_rx.iter().collect();
+        notes.sort();
+        let mut want: Vec<Vec<u8>> = (1..world.size()).map(note).collect();
+        want.sort();
+        assert_eq!(notes, want, "one byte message per rank");
+        let st = rx.stats();
+        assert_eq!(st.received, got.len() as u64);
+        println!(
+            "long_batches_beside_bytes: {} values in {} MPI batches, in order",
+            got.len(),
+            st.batches
+        );
+    } else {
+        let bytes_tx = world.sender::<Vec<u8>>(0, BYTES_TAG);
+        let tx = world.sender::<u64>(0, TAG);
+        let rank = world.rank();
+        let h = rt.spawn(move || {
+            let run: Vec<u64> = (0..PER).map(|seq| value(rank, seq)).collect();
+            assert_eq!(tx.send_batch(run), Ok(PER as usize));
+            drop(tx);
+            bytes_tx.send(note(rank)).expect("byte message");
+        });
+        h.join().expect("sender");
+    }
+    rt.shutdown();
+}
+
 /// Request and reply: a coroutine on rank 0 sends each other rank in turn
 /// a number and waits for it back plus one, many times over. On a hosted
 /// bridge's executor this is the path where the waiter polls MPI itself
@@ -658,6 +720,9 @@ fn main() {
     timed("batches", &|| batches(&world));
     timed("batch_receiver_dropped", &|| batch_receiver_dropped(&world));
     timed("long_batches", &|| long_batches(&world));
+    timed("long_batches_beside_bytes", &|| {
+        long_batches_beside_bytes(&world)
+    });
     timed("ping_pong", &|| ping_pong(&world));
     let t = Instant::now();
     finalize_race(world);
