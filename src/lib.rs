@@ -33,6 +33,9 @@
 pub use swco_channel as channel;
 /// Waits on several channel operations; see [`swco_channel::select!`].
 pub use swco_channel::select;
+/// [`select!`], taking the first ready operation in order; see
+/// [`swco_channel::select_biased!`].
+pub use swco_channel::select_biased;
 
 // --- runtime API (swco-executor) -------------------------------------------
 pub use swco_executor::{

@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::time::{Duration, Instant};
 
 use crate::chan::{Chan, Unsent};
@@ -344,6 +345,13 @@ impl<T, M: Mode, P: Protocol> Sender<T, M, P> {
     pub fn is_disconnected(&self) -> bool {
         self.chan.is_disconnected()
     }
+
+    /// Whether `other` is an endpoint of the same channel (crossbeam's
+    /// `same_channel`).
+    #[must_use]
+    pub fn same_channel(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.chan, &other.chan)
+    }
 }
 
 impl<T, M: Mode, P: Protocol> Receiver<T, M, P> {
@@ -478,6 +486,13 @@ impl<T, M: Mode, P: Protocol> Receiver<T, M, P> {
     pub fn is_disconnected(&self) -> bool {
         self.chan.is_disconnected()
     }
+
+    /// Whether `other` is an endpoint of the same channel (crossbeam's
+    /// `same_channel`).
+    #[must_use]
+    pub fn same_channel(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.chan, &other.chan)
+    }
 }
 
 impl<T, M: ManyProducers, P: Protocol> Clone for Sender<T, M, P> {
@@ -511,6 +526,18 @@ impl<T, M: Mode, P: Protocol> Drop for Receiver<T, M, P> {
         self.chan.detach_receiver();
     }
 }
+
+// As in crossbeam: a channel has no state half-changed by a panic that a
+// user could see through an endpoint afterwards. Every operation that can
+// unwind part-way (a panicking waker, park context or message `Drop`)
+// either completes its change to the shared words first or has a guard
+// that undoes it (a registration left, a packet withdrawn, a claimed slot
+// published), so the interior mutability inside (the waiter lists' cells,
+// the ring's slots) never shows a broken invariant.
+impl<T, M: Mode, P: Protocol> UnwindSafe for Sender<T, M, P> {}
+impl<T, M: Mode, P: Protocol> RefUnwindSafe for Sender<T, M, P> {}
+impl<T, M: Mode, P: Protocol> UnwindSafe for Receiver<T, M, P> {}
+impl<T, M: Mode, P: Protocol> RefUnwindSafe for Receiver<T, M, P> {}
 
 impl<T, M: Mode, P: Protocol> fmt::Debug for Sender<T, M, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

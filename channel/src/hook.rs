@@ -14,6 +14,10 @@
 //! instead of taking a fresh one: a coroutine that blocks again and again on
 //! the same channel touches no reference count.
 //!
+//! A blocking operation in a thread-local's destructor, while its thread
+//! exits, works too: once this module's own thread-locals are gone, it
+//! parks the OS thread with a parker made for it.
+//!
 //! # Contract for implementors
 //!
 //! * `waker()` returns a waker for the party that will call `park` next;
@@ -150,8 +154,34 @@ impl Park for ThreadPark {
 
 thread_local! {
     /// The installed context: owned here, replaced only by `set_current`.
-    static CURRENT: RefCell<Option<Rc<dyn Park>>> = RefCell::new(None);
+    static CURRENT: Current = Current(RefCell::new(None));
     static THREAD: Rc<dyn Park> = Rc::new(ThreadPark::new());
+}
+
+/// What `CURRENT` holds: the installed context, if any.
+struct Current(RefCell<Option<Rc<dyn Park>>>);
+
+impl Drop for Current {
+    fn drop(&mut self) {
+        // The thread is exiting and this context goes with it: `INSTALLED`
+        // must not go on pointing at it, since a thread-local destroyed
+        // later may still block (it then parks the OS thread, through
+        // `thread_park`).
+        let _ = INSTALLED.try_with(|i| i.set(None));
+    }
+}
+
+/// The OS-thread parker, or, once this thread's has been destroyed (a
+/// thread-local's destructor blocking while the thread exits), a fresh one.
+/// A parker made on the spot serves as well: a blocking operation
+/// registers the waker of the context it parks with, within one
+/// [`with_current`], so the wakes meant for this park reach it; a waker of
+/// an earlier parker still registered somewhere is not taken for this
+/// one's ([`Park::will_wake`] says no).
+fn thread_park() -> Rc<dyn Park> {
+    THREAD
+        .try_with(Rc::clone)
+        .unwrap_or_else(|_| Rc::new(ThreadPark::new()))
 }
 
 // What `with_current` reads on every blocking operation: a pointer to the
@@ -175,6 +205,10 @@ thread_local! {
 /// Installs `hook` as this thread's park context and returns the previous
 /// one. `None` restores the default, which parks the OS thread.
 ///
+/// From a thread-local's destructor, once this module's slot for the
+/// context has been destroyed, nothing can be installed: `hook` is dropped
+/// and `None` returned.
+///
 /// # Panics
 ///
 /// If a blocking operation on this thread is inside [`with_current`] (a
@@ -185,11 +219,21 @@ thread_local! {
 #[allow(clippy::must_use_candidate)]
 pub fn set_current(hook: Option<Rc<dyn Park>>) -> Option<Rc<dyn Park>> {
     assert!(
-        USERS.with(Cell::get) == 0,
+        USERS.try_with(Cell::get).unwrap_or(0) == 0,
         "swco: hook::set_current while a blocking operation is parked on this thread"
     );
-    INSTALLED.with(|i| i.set(hook.as_deref().map(NonNull::from)));
-    CURRENT.with(|c| std::mem::replace(&mut *c.borrow_mut(), hook))
+    let installed = hook.as_deref().map(NonNull::from);
+    match CURRENT.try_with(|c| std::mem::replace(&mut *c.0.borrow_mut(), hook)) {
+        Ok(previous) => {
+            let _ = INSTALLED.try_with(|i| i.set(installed));
+            previous
+        }
+        // The thread is exiting and the slot that would own the context is
+        // gone: nothing can be installed any more (`hook`, moved into the
+        // closure that did not run, is dropped), and blocking operations
+        // park the OS thread.
+        Err(_) => None,
+    }
 }
 
 /// For executors: goes on with an unwinding (a cancellation) that a
@@ -211,8 +255,8 @@ pub fn discard_deferred_unwind() {
 /// This thread's park context: the installed one, or the OS-thread parker.
 #[must_use]
 pub fn current() -> Rc<dyn Park> {
-    let installed = CURRENT.with(|c| c.borrow().clone());
-    installed.unwrap_or_else(|| THREAD.with(Rc::clone))
+    let installed = CURRENT.try_with(|c| c.0.borrow().clone()).ok().flatten();
+    installed.unwrap_or_else(thread_park)
 }
 
 /// Runs `f` with this thread's park context (the installed one, or the
@@ -231,13 +275,16 @@ pub fn with_current<R>(f: impl FnOnce(&dyn Park) -> R) -> R {
     impl Drop for Using {
         #[inline]
         fn drop(&mut self) {
-            USERS.with(|u| u.set(u.get() - 1));
+            let _ = USERS.try_with(|u| u.set(u.get() - 1));
         }
     }
     let thread;
-    let park = match INSTALLED.with(Cell::get) {
+    // (`try_with`: outside loom these two have no destructor and are never
+    // refused, even while the thread exits; loom's may be.)
+    let park = match INSTALLED.try_with(Cell::get).ok().flatten() {
         // SAFETY: `INSTALLED` points at the context `CURRENT` owns (both
-        // are set together, by `set_current` alone), and `set_current`
+        // are set together, by `set_current` alone, and `CURRENT`'s
+        // destructor clears it before the context goes), and `set_current`
         // refuses to replace it while `USERS` is not zero: we count
         // ourselves in below, before `f` runs, and out when it returns or
         // unwinds, so the context outlives our use of it. The pointer is
@@ -246,11 +293,11 @@ pub fn with_current<R>(f: impl FnOnce(&dyn Park) -> R) -> R {
         None => {
             // No context installed: a plain thread, about to make a system
             // call to park. One clone does not matter there.
-            thread = THREAD.with(Rc::clone);
+            thread = thread_park();
             &*thread
         }
     };
-    USERS.with(|u| u.set(u.get() + 1));
+    let _ = USERS.try_with(|u| u.set(u.get() + 1));
     let _using = Using;
     // One call site, so that `f` can be inlined here.
     f(park)

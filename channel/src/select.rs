@@ -9,13 +9,17 @@
 //! a readiness check, a try, and registration on the waiter list of the
 //! side it would block on. A select
 //!
-//! 1. looks at every operation's readiness (loads only) and tries the
-//!    first ready one from a random start (a xorshift: the thread's for the
-//!    macro, the `Select`'s own for a `Select`); if that try fails, or
-//!    nothing looked ready, it tries its operations once each from the same
-//!    start, and completes the first that succeeds; a disconnected channel
-//!    counts as ready (`look` says why it looks first). When only one
-//!    operation looks ready, no random number is drawn: any start picks it;
+//! 1. looks at every operation's readiness (loads only) and tries one of
+//!    the ready ones, chosen uniformly at random (a xorshift: the thread's
+//!    for the macro, the `Select`'s own for a `Select`), so that each ready
+//!    operation is as likely as any other wherever it sits among the arms;
+//!    if that try fails, or nothing looked ready, it tries its operations
+//!    once each from a random start, and completes the first that succeeds;
+//!    a disconnected channel counts as ready (`look` says why it looks
+//!    first). When only one operation looks ready, no random number is
+//!    drawn. A biased select ([`Select::new_biased`],
+//!    [`select_biased!`](crate::select_biased!)) skips the look and tries
+//!    its operations in the order they were added;
 //! 2. if none succeeds (and it may block), spins a little where the park
 //!    context says that is worth it (threads, or a coroutine with nothing
 //!    else to run), like a blocking `recv`;
@@ -25,27 +29,31 @@
 //!    them are still blocked: the same register / fence / re-check as a
 //!    blocking `send` or `recv` (invariant 3 of `chan.rs`), so no wake-up is
 //!    lost. In a coroutine only the coroutine suspends.
-//! 4. On the way out it picks one ready operation (if any), *leaves* that
-//!    channel's list (it is about to retry that operation, which uses any
-//!    wake it was chosen for) and *abandons* every other registration: a
-//!    wake-one that chose this select on a channel whose operation it will
-//!    not complete is handed on to that channel's next waiter. Then it goes
-//!    back to 1, starting with the operation it left. A guard abandons
-//!    every registration if the park unwinds (a coroutine cancelled at
-//!    shutdown), so nothing a select registered outlives it.
+//! 4. On the way out it picks one ready operation (if any; uniformly
+//!    again), *leaves* that channel's list (it is about to retry that
+//!    operation, which uses any wake it was chosen for) and *abandons*
+//!    every other registration: a wake-one that chose this select on a
+//!    channel whose operation it will not complete is handed on to that
+//!    channel's next waiter. Then it goes back to 1, starting with the
+//!    operation it left. A guard abandons every registration if the park
+//!    unwinds (a coroutine cancelled at shutdown), so nothing a select
+//!    registered outlives it.
 //!
 //! # Rendezvous channels
 //!
 //! On a zero-capacity channel a receive is ready when a sender waits in the
 //! rendezvous, and a send when a receiver does. A blocked select also waits
 //! *in* the rendezvous for each of its receives, with a packet per receive,
-//! all sharing one token: a sender that arrives (a thread, a coroutine, a
-//! future, or another select's send) decides the token for the packet it
-//! serves, and the select decides it for itself before it completes
-//! anything else, so exactly one operation completes (`rendezvous.rs`,
-//! invariant 5). Sends do not wait in the rendezvous (a `Select` send has
-//! no message yet), so two selects meet through the receiving one's packet;
-//! `ready` does not queue packets (a served packet consumes).
+//! all sharing one token, queued in a random order (a sender serves the
+//! first packet it finds, so the order chooses among several receives on
+//! one channel): a sender that arrives (a thread, a coroutine, a future,
+//! or another select's send) decides the token for the packet it serves,
+//! and the select decides it for itself before it completes anything else,
+//! so exactly one operation completes (`rendezvous.rs`, invariant 5). Sends
+//! do not wait in the rendezvous (a `Select` send has no message yet), so
+//! two selects meet through the receiving one's packet; `ready` does not
+//! queue packets (a served packet consumes). A biased select queues its
+//! packets in the order of its operations.
 //!
 //! # Exactly once
 //!
@@ -91,6 +99,51 @@ fn random_below(n: usize) -> usize {
             // Multiply-shift: maps a 32-bit random number onto 0..n.
             ((u64::from(crate::backoff::next_random()) * n as u64) >> 32) as usize
         }
+    }
+}
+
+/// A random `u32` from the thread's xorshift (0 under loom, which needs
+/// every execution of a model to be deterministic).
+#[inline]
+fn random_u32() -> u32 {
+    #[cfg(loom)]
+    {
+        0
+    }
+    #[cfg(not(loom))]
+    {
+        crate::backoff::next_random()
+    }
+}
+
+/// One of the set bits of `ready` (not 0), chosen uniformly by `random`:
+/// the index of the `k`th lowest, `k` being `random` scaled onto the number
+/// of bits set (multiply-shift, as in [`random_below`]). This is what makes
+/// a select fair: every ready operation is equally likely wherever it sits.
+/// Picking the first ready operation at or after a random start is not: an
+/// operation after a run of never-ready ones is picked for every start in
+/// that run (Go's `TestSelectFairness` shape, two idle arms and then two
+/// ready ones, picks the first ready one for three starts of four).
+///
+/// The loop runs `k` times, and `k` is below the number of ready
+/// operations: nothing when one is ready, at most once for two.
+#[inline]
+fn nth_ready(ready: u64, random: u32) -> usize {
+    debug_assert!(ready != 0);
+    let count = u64::from(ready.count_ones());
+    let k = (u64::from(random) * count) >> 32;
+    let mut rest = ready;
+    for _ in 0..k {
+        // Clear the lowest set bit.
+        rest &= rest - 1;
+    }
+    rest.trailing_zeros() as usize
+}
+
+/// Shuffles `order` uniformly (Fisher-Yates) with the thread's xorshift.
+fn shuffle(order: &mut [usize]) {
+    for i in (1..order.len()).rev() {
+        order.swap(i, random_below(i + 1));
     }
 }
 
@@ -603,67 +656,91 @@ fn scan<L: OpList + ?Sized>(ops: &mut L, start: usize, consume: bool) -> Option<
 
 /// What [`look`] saw.
 enum Look {
-    /// The first operation from the start on that looked ready.
+    /// The operation picked among those that looked ready.
     Ready(usize),
     /// None looked ready.
     NoneReady,
-    /// Not looked: one operation, more than 64, or a loom model.
+    /// Not looked: one operation, or a loom model.
     Skipped,
 }
 
-/// Looks at every operation's readiness (loads only, no claim) and returns
-/// the first ready one from `start` on, cyclically, found by a bit scan.
+/// Looks at every operation's readiness (loads only, no claim) and picks
+/// one of the ready ones uniformly at random ([`pick_ready`]).
 ///
-/// Why look before trying: with a random start, trying in order makes
-/// "did this try succeed" a coin toss for the branch predictor whenever
-/// some operations are ready and others are not (the common case: one
-/// channel has a message), and the try that follows a failed one calls
-/// another operation's code through its vtable. A mispredicted branch and
-/// an indirect call to a cold target cost about as much as the try itself
-/// (`examples/select_cost.rs`: a random-start `Select` over a ready and an
-/// idle channel cost 17.7 ns per message against 10.9 ns with the ready
-/// one tried first). Here the loads run in a fixed order whatever the
-/// start, the choice is arithmetic, and the one try that follows usually
-/// succeeds. The pick is the one the tries would have made: the first
-/// ready operation at or after a uniformly random start.
+/// Why look before trying: trying in order from a random start makes "did
+/// this try succeed" a coin toss for the branch predictor whenever some
+/// operations are ready and others are not (the common case: one channel
+/// has a message), and the try that follows a failed one calls another
+/// operation's code through its vtable. A mispredicted branch and an
+/// indirect call to a cold target cost about as much as the try itself
+/// (`examples/select_cost.rs` measures it; see the bench README). Here the
+/// loads run in a fixed order, the choice is
+/// arithmetic, and the one try that follows usually succeeds. Looking
+/// first is also what makes the choice fair: tries in order from a random
+/// start would favour an operation that follows never-ready ones.
 ///
 /// Not under loom: it is a pure shortcut (if the chosen try fails, the
 /// ordinary scan follows), and its extra loads would only multiply the
 /// interleavings a model explores.
 #[inline]
-fn look<L: OpList + ?Sized>(ops: &mut L, start: usize) -> Look {
+fn look<L: OpList + ?Sized>(ops: &mut L) -> Look {
     let n = ops.count();
-    if cfg!(loom) || !(2..=64).contains(&n) {
+    if cfg!(loom) || n < 2 {
         return Look::Skipped;
     }
-    match first_ready(ops.ready_bits(), n, start) {
-        Some(i) => Look::Ready(i),
-        None => Look::NoneReady,
+    if n > 64 {
+        return match pick_where(ops, &|op| op.ready()) {
+            Some(i) => Look::Ready(i),
+            None => Look::NoneReady,
+        };
+    }
+    pick_ready(ops.ready_bits(), random_u32)
+}
+
+/// The pick among the operations whose bits are set in `ready` (bit `i`:
+/// operation `i` looked ready): uniform, drawing a number from `random`
+/// only when there is a choice to make.
+#[inline]
+fn pick_ready(ready: u64, random: impl FnOnce() -> u32) -> Look {
+    if ready == 0 {
+        Look::NoneReady
+    } else if ready & (ready - 1) == 0 {
+        // One ready: no choice to make.
+        Look::Ready(ready.trailing_zeros() as usize)
+    } else {
+        Look::Ready(nth_ready(ready, random()))
     }
 }
 
-/// The first set bit of `ready` (bit `i` set: operation `i` of `n`, with
-/// `1 <= n <= 64`, is ready) at or after `start < n`, cyclically; `None`
-/// if no bit is set.
-#[inline]
-fn first_ready(ready: u64, n: usize, start: usize) -> Option<usize> {
-    if ready == 0 {
+/// One of the operations that satisfy `pred`, chosen uniformly at random:
+/// counts them, draws, then walks to the chosen one. Two passes of calls
+/// through the vtable, for the paths that are slow anyway (more operations
+/// than a bit set holds; a select on its way out of a park). If fewer
+/// satisfy `pred` on the second pass (readiness only ever is a snapshot),
+/// the last one found.
+fn pick_where<L: OpList + ?Sized>(ops: &mut L, pred: &dyn Fn(&dyn Op) -> bool) -> Option<usize> {
+    let n = ops.count();
+    let mut test = |i: usize| ops.get(i).is_some_and(|op| pred(op));
+    let count = (0..n).filter(|&i| test(i)).count();
+    if count == 0 {
         return None;
     }
-    // Rotate the n-bit set so that bit 0 stands for `start`: its lowest set
-    // bit is then the first ready operation from `start` on. Written without
-    // a branch on `start`, which is random: `start` is below `n <= 64`, so
-    // the left shift is by 1..=63, or by 0 when `start` is 0 and `n` is 64
-    // (harmless: it ORs `ready` with itself). Bits past `n` only ever hold
-    // copies of bits already below `n`.
-    let rotated = (ready >> start) | (ready << ((n - start) & 63));
-    let i = start + rotated.trailing_zeros() as usize;
-    // Wrap without a branch either.
-    Some(i - n * usize::from(i >= n))
+    let mut k = random_below(count);
+    let mut last = None;
+    for i in 0..n {
+        if test(i) {
+            if k == 0 {
+                return Some(i);
+            }
+            k -= 1;
+            last = Some(i);
+        }
+    }
+    last
 }
 
 /// Where a scan of `n` operations starts: the first if `biased`, else a
-/// random one (fairness).
+/// random one.
 #[inline]
 fn first_op(n: usize, biased: bool) -> usize {
     if biased {
@@ -684,7 +761,7 @@ fn drive<L: OpList + ?Sized>(
     start: usize,
 ) -> Option<usize> {
     if !biased {
-        let first = look(ops, start);
+        let first = look(ops);
         if let ControlFlow::Break(answer) = act_on_look(ops, first, wait, consume) {
             return answer;
         }
@@ -751,7 +828,6 @@ fn wait_for<L: OpList + ?Sized>(
     biased: bool,
 ) -> Option<usize> {
     let n = ops.count();
-    let start = |preferred: Option<usize>| preferred.unwrap_or_else(|| first_op(n, biased));
     let mut backoff = Backoff::new();
     loop {
         // Every attempt so far failed. The deadline is checked after an
@@ -773,7 +849,17 @@ fn wait_for<L: OpList + ?Sized>(
             Blocked::Completed(i) => return Some(i),
             Blocked::Retry(preferred) => preferred,
         };
-        if let Some(i) = scan(ops, start(preferred), consume) {
+        // Start with the ready operation `block` picked, else with one
+        // picked now: the scan tries its start first.
+        let from = match preferred {
+            Some(i) => i,
+            None if biased => 0,
+            None => match look(ops) {
+                Look::Ready(i) => i,
+                Look::NoneReady | Look::Skipped => first_op(n, false),
+            },
+        };
+        if let Some(i) = scan(ops, from, consume) {
             return Some(i);
         }
     }
@@ -804,19 +890,39 @@ fn block<L: OpList + ?Sized>(
     for i in 0..n {
         if let Some(op) = registered.ops.get(i) {
             op.register(park);
-            if let Some(token) = &token {
-                if op.waits_in_rendezvous() {
-                    op.queue_packet(park, token, i);
-                }
+        }
+    }
+    if let Some(token) = &token {
+        // A sender serves the first packet it finds, so where several
+        // receives of this select wait on one channel, the queue order
+        // picks among them; and a packet queued earlier can be served
+        // earlier. So, unless biased, the packets go in a random order.
+        let mut order: Vec<usize> = (0..n)
+            .filter(|&i| {
+                registered
+                    .ops
+                    .get(i)
+                    .is_some_and(|op| op.waits_in_rendezvous())
+            })
+            .collect();
+        if !biased {
+            shuffle(&mut order);
+        }
+        for i in order {
+            if let Some(op) = registered.ops.get(i) {
+                op.queue_packet(park, token, i);
             }
         }
     }
     fence(Ordering::SeqCst);
-    let from = first_op(n, biased);
+    // The ready operation to leave its list for (and retry first): the
+    // first if biased, else one chosen uniformly.
     let find = |ops: &mut L, ready: &dyn Fn(&dyn Op) -> bool| {
-        (0..n)
-            .map(|k| (from + k) % n)
-            .find(|&i| ops.get(i).is_some_and(|op| ready(op)))
+        if biased {
+            (0..n).find(|&i| ops.get(i).is_some_and(|op| ready(op)))
+        } else {
+            pick_where(ops, ready)
+        }
     };
     let mut chosen = find(registered.ops, &|op| !op.still_blocked());
     if chosen.is_none() {
@@ -908,12 +1014,14 @@ impl<L: OpList + ?Sized> Drop for Registered<'_, L> {
     }
 }
 
-/// The macro's driver: completes one of `ops` (each at most once), waiting
-/// as `wait` allows; `None` if none completed.
+/// The macros' driver: completes one of `ops` (each at most once), waiting
+/// as `wait` allows; `None` if none completed. `biased`: the first that can
+/// complete, in order ([`select_biased!`](crate::select_biased!)), rather
+/// than one chosen at random.
 #[doc(hidden)]
 #[inline]
-pub fn run(ops: &mut [OpRef<'_>], wait: Wait) -> Option<usize> {
-    drive(ops, wait, true, false, first_op(ops.len(), false))
+pub fn run(ops: &mut [OpRef<'_>], wait: Wait, biased: bool) -> Option<usize> {
+    drive(ops, wait, true, biased, first_op(ops.len(), biased))
 }
 
 /// The macro's first try, made before [`run`] with each arm's own methods
@@ -921,9 +1029,10 @@ pub fn run(ops: &mut [OpRef<'_>], wait: Wait) -> Option<usize> {
 /// one try that follows are then inlined at the call site, with no call
 /// through a vtable (on a host that runs a plain `recv` at about five
 /// instructions per cycle, those calls cost a select as much as the
-/// receive itself). It makes the same pick as [`look`]: the first ready
-/// arm at or after a random start. The expansion probes every arm in
-/// order ([`probe`](FirstTry::probe)), asks for the pick
+/// receive itself). It makes the same pick as [`look`]: a ready arm chosen
+/// uniformly at random, or, made [`biased`](FirstTry::biased), the first
+/// ready arm. The expansion probes every arm in order
+/// ([`probe`](FirstTry::probe)), asks for the pick
 /// ([`pick`](FirstTry::pick)), then offers each arm its turn
 /// ([`turn`](FirstTry::turn)); only the picked one is tried. If nothing
 /// looked ready or the try failed, [`run`] does the whole select as before
@@ -940,9 +1049,22 @@ pub struct FirstTry {
     ready: u64,
     /// Set by a `pick` that returns `true`, before any `turn`.
     picked: usize,
+    /// Picks the first ready arm rather than a random one.
+    biased: bool,
 }
 
 impl FirstTry {
+    /// A first try that picks the first ready arm, for
+    /// [`select_biased!`](crate::select_biased!).
+    #[inline]
+    #[must_use]
+    pub fn biased() -> Self {
+        FirstTry {
+            biased: true,
+            ..FirstTry::default()
+        }
+    }
+
     /// Records the next arm's readiness.
     #[inline]
     pub fn probe(&mut self, ready: bool) {
@@ -958,19 +1080,19 @@ impl FirstTry {
         if cfg!(loom) || !(1..=64).contains(&n) {
             return false;
         }
-        // One arm ready (the common case: a message on one channel): any
-        // start picks it, so draw no random number.
-        let start = if self.ready & self.ready.wrapping_sub(1) == 0 {
-            0
+        let look = if self.biased {
+            pick_ready(self.ready & self.ready.wrapping_neg(), || 0)
         } else {
-            random_below(n)
+            // One arm ready (the common case: a message on one channel)
+            // draws no random number.
+            pick_ready(self.ready, random_u32)
         };
-        match first_ready(self.ready, n, start) {
-            Some(i) => {
+        match look {
+            Look::Ready(i) => {
                 self.picked = i;
                 true
             }
-            None => false,
+            Look::NoneReady | Look::Skipped => false,
         }
     }
 
@@ -999,8 +1121,9 @@ pub mod __private {
 /// [`select`](Select::select) (or [`try_select`](Select::try_select),
 /// [`select_timeout`](Select::select_timeout)) to wait until one is
 /// selected, and complete it on the [`SelectedOperation`]. If several are
-/// ready, a random one is selected ([`new_biased`](Select::new_biased):
-/// the first). An operation on a disconnected channel is ready (it fails).
+/// ready, one of them is selected uniformly at random, wherever it was
+/// added ([`new_biased`](Select::new_biased): the first added). An
+/// operation on a disconnected channel is ready (it fails).
 ///
 /// In a swco coroutine, waiting suspends only the coroutine.
 ///
@@ -1107,8 +1230,8 @@ impl std::error::Error for TryReadyError {}
 impl std::error::Error for ReadyTimeoutError {}
 
 impl<'a> Select<'a> {
-    /// An empty set; when several operations are ready, a random one is
-    /// selected.
+    /// An empty set; when several operations are ready, one of them is
+    /// selected uniformly at random.
     #[must_use]
     pub fn new() -> Self {
         Select {
@@ -1191,6 +1314,17 @@ impl<'a> Select<'a> {
         }
     }
 
+    /// The next number of this select's own xorshift sequence.
+    #[inline]
+    fn next_random(&mut self) -> u32 {
+        let mut x = self.rng;
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        self.rng = x;
+        x
+    }
+
     /// Where this select's scan starts: the first operation if biased,
     /// else a random one, as [`first_op`] picks but from `self.rng`.
     #[inline]
@@ -1199,23 +1333,21 @@ impl<'a> Select<'a> {
         if self.biased || n <= 1 || cfg!(loom) {
             return 0;
         }
-        let mut x = self.rng;
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        self.rng = x;
         // Multiply-shift, as in `random_below`.
-        ((u64::from(x) * n as u64) >> 32) as usize
+        ((u64::from(self.next_random()) * n as u64) >> 32) as usize
     }
 
     /// The first look at readiness ([`look`]'s, made from the flat list of
-    /// probes): the first ready operation from a random start, drawing no
-    /// random number when only one is ready (any start picks it).
+    /// probes): a ready operation chosen uniformly, drawing no random
+    /// number when only one is ready.
     #[inline]
     fn look(&mut self) -> Look {
         let n = self.probes.len();
-        if self.biased || cfg!(loom) || !(2..=64).contains(&n) {
+        if self.biased || cfg!(loom) || n < 2 {
             return Look::Skipped;
+        }
+        if n > 64 {
+            return look(&mut self.ops[..]);
         }
         let ready = self
             .probes
@@ -1224,18 +1356,7 @@ impl<'a> Select<'a> {
             .fold(0u64, |bits, (i, (probe, kind))| {
                 bits | u64::from(probe.ready(*kind)) << i
             });
-        if ready & ready.wrapping_sub(1) == 0 {
-            // None or one ready: no choice to make.
-            return match ready {
-                0 => Look::NoneReady,
-                _ => Look::Ready(ready.trailing_zeros() as usize),
-            };
-        }
-        let start = self.first_op();
-        match first_ready(ready, n, start) {
-            Some(i) => Look::Ready(i),
-            None => Look::NoneReady,
-        }
+        pick_ready(ready, || self.next_random())
     }
 
     #[inline(always)]
@@ -1518,24 +1639,25 @@ impl fmt::Debug for SelectedOperation<'_> {
 /// select! {
 ///     recv(rx) -> msg => body,        // msg: Result<T, RecvError>
 ///     send(tx, value) -> res => body, // res: Result<(), SendError<T>>
-///     default => body,                // if nothing is ready now, or
+///     default => body,                // if nothing is ready now (also `default()`), or
 ///     default(timeout) => body,       // if nothing is ready within `timeout`
 /// }
 /// ```
 ///
 /// Any number of `recv` and `send` arms, in any order, over channels of any
-/// mode and protocol, mixed; at most one `default` arm. An arm's body is an
-/// expression (a block needs no comma after it). `rx` and `tx` are
-/// endpoints or references to them, each evaluated once. If several
-/// operations are ready, a random one is selected; an operation on a
-/// disconnected channel is ready (it fails: a `send` arm then gets its value
-/// back in the `SendError`). Without a `default` arm the select waits as
-/// long as it takes; in a swco coroutine, only the coroutine waits. The
-/// bodies run after the select is over, so `break`, `continue`, `return` and
-/// `?` in them act on the enclosing code.
+/// mode and protocol, mixed, capacity 0 (rendezvous) included; at most one
+/// `default` arm. An arm's body is an expression (a block needs no comma
+/// after it); an arm's arguments may end with a comma (`recv(rx,)`). `rx`
+/// and `tx` are endpoints or references to them, each evaluated once.
 ///
-/// Channels of capacity 0 (rendezvous) are not supported: an arm on one
-/// panics.
+/// If several operations are ready, one of them is selected uniformly at
+/// random, wherever it sits among the arms
+/// ([`select_biased!`](crate::select_biased!) takes the first instead). An
+/// operation on a disconnected channel is ready (it fails: a `send` arm then
+/// gets its value back in the `SendError`). Without a `default` arm the
+/// select waits as long as it takes; in a swco coroutine, only the
+/// coroutine waits. The bodies run after the select is over, so `break`,
+/// `continue`, `return` and `?` in them act on the enclosing code.
 ///
 /// A selected `recv` arm's message is received exactly once, and only by
 /// that arm. A `send` arm's value expression is evaluated (inside a
@@ -1551,7 +1673,7 @@ impl fmt::Debug for SelectedOperation<'_> {
 /// let (tx2, rx2) = mpmc::bounded::<String>(1);
 /// tx1.send(10).unwrap();
 ///
-/// // Both operations are ready: a random one runs.
+/// // Both operations are ready: either runs, each half of the time.
 /// select! {
 ///     recv(rx1) -> msg => assert_eq!(msg, Ok(10)),
 ///     send(tx2, "hi".to_string()) -> res => {
@@ -1570,50 +1692,91 @@ impl fmt::Debug for SelectedOperation<'_> {
 /// ```
 #[macro_export]
 macro_rules! select {
-    // ---- parsing: `@parse [arms] [default] tokens...` -------------------
-    (@parse [$($a:tt)*] $d:tt) => {
-        $crate::select!(@bind [] [$($a)*] $d)
+    ($($tokens:tt)*) => {
+        $crate::__select_internal!(@parse false [] [] $($tokens)*)
     };
-    (@parse [$($a:tt)*] $d:tt recv($r:expr) -> $p:pat => $body:expr, $($rest:tt)*) => {
-        $crate::select!(@parse [$($a)* (recv ($r) ($p) $body)] $d $($rest)*)
+}
+
+/// [`select!`](crate::select!), but when several operations are ready, the
+/// first of them in the order written is selected, not a random one
+/// (crossbeam's `select_biased!`; [`Select::new_biased`] is its run-time
+/// form). Same syntax and otherwise the same behaviour.
+///
+/// ```
+/// use swco_channel::{mpmc, select_biased};
+///
+/// let (tx1, rx1) = mpmc::bounded::<i32>(1);
+/// let (tx2, rx2) = mpmc::bounded::<i32>(1);
+/// tx1.send(1).unwrap();
+/// tx2.send(2).unwrap();
+///
+/// // Both ready: the first arm wins, every time.
+/// let got = select_biased! {
+///     recv(rx1) -> m => m.unwrap(),
+///     recv(rx2) -> m => m.unwrap(),
+/// };
+/// assert_eq!(got, 1);
+/// ```
+#[macro_export]
+macro_rules! select_biased {
+    ($($tokens:tt)*) => {
+        $crate::__select_internal!(@parse true [] [] $($tokens)*)
     };
-    (@parse [$($a:tt)*] $d:tt recv($r:expr) -> $p:pat => $body:expr) => {
-        $crate::select!(@parse [$($a)* (recv ($r) ($p) $body)] $d)
+}
+
+/// What [`select!`](crate::select!) and
+/// [`select_biased!`](crate::select_biased!) expand through. Not API.
+///
+/// Every rule carries `$b`, `false` for `select!` and `true` for
+/// `select_biased!`, down to the code it emits.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __select_internal {
+    // ---- parsing: `@parse bias [arms] [default] tokens...` --------------
+    (@parse $b:tt [$($a:tt)*] $d:tt) => {
+        $crate::__select_internal!(@bind $b [] [$($a)*] $d)
     };
-    (@parse [$($a:tt)*] $d:tt recv($r:expr) -> $p:pat => $body:block $($rest:tt)*) => {
-        $crate::select!(@parse [$($a)* (recv ($r) ($p) $body)] $d $($rest)*)
+    (@parse $b:tt [$($a:tt)*] $d:tt recv($r:expr $(,)?) -> $p:pat => $body:expr, $($rest:tt)*) => {
+        $crate::__select_internal!(@parse $b [$($a)* (recv ($r) ($p) $body)] $d $($rest)*)
     };
-    (@parse [$($a:tt)*] $d:tt send($s:expr, $m:expr) -> $p:pat => $body:expr, $($rest:tt)*) => {
-        $crate::select!(@parse [$($a)* (send ($s) ($m) ($p) $body)] $d $($rest)*)
+    (@parse $b:tt [$($a:tt)*] $d:tt recv($r:expr $(,)?) -> $p:pat => $body:expr) => {
+        $crate::__select_internal!(@parse $b [$($a)* (recv ($r) ($p) $body)] $d)
     };
-    (@parse [$($a:tt)*] $d:tt send($s:expr, $m:expr) -> $p:pat => $body:expr) => {
-        $crate::select!(@parse [$($a)* (send ($s) ($m) ($p) $body)] $d)
+    (@parse $b:tt [$($a:tt)*] $d:tt recv($r:expr $(,)?) -> $p:pat => $body:block $($rest:tt)*) => {
+        $crate::__select_internal!(@parse $b [$($a)* (recv ($r) ($p) $body)] $d $($rest)*)
     };
-    (@parse [$($a:tt)*] $d:tt send($s:expr, $m:expr) -> $p:pat => $body:block $($rest:tt)*) => {
-        $crate::select!(@parse [$($a)* (send ($s) ($m) ($p) $body)] $d $($rest)*)
+    (@parse $b:tt [$($a:tt)*] $d:tt send($s:expr, $m:expr $(,)?) -> $p:pat => $body:expr, $($rest:tt)*) => {
+        $crate::__select_internal!(@parse $b [$($a)* (send ($s) ($m) ($p) $body)] $d $($rest)*)
     };
-    (@parse $a:tt [] default => $body:expr, $($rest:tt)*) => {
-        $crate::select!(@parse $a [(now) $body] $($rest)*)
+    (@parse $b:tt [$($a:tt)*] $d:tt send($s:expr, $m:expr $(,)?) -> $p:pat => $body:expr) => {
+        $crate::__select_internal!(@parse $b [$($a)* (send ($s) ($m) ($p) $body)] $d)
     };
-    (@parse $a:tt [] default => $body:expr) => {
-        $crate::select!(@parse $a [(now) $body])
+    (@parse $b:tt [$($a:tt)*] $d:tt send($s:expr, $m:expr $(,)?) -> $p:pat => $body:block $($rest:tt)*) => {
+        $crate::__select_internal!(@parse $b [$($a)* (send ($s) ($m) ($p) $body)] $d $($rest)*)
     };
-    (@parse $a:tt [] default => $body:block $($rest:tt)*) => {
-        $crate::select!(@parse $a [(now) $body] $($rest)*)
+    // `default` and `default()` alike.
+    (@parse $b:tt $a:tt [] default $(())? => $body:expr, $($rest:tt)*) => {
+        $crate::__select_internal!(@parse $b $a [(now) $body] $($rest)*)
     };
-    (@parse $a:tt [] default($t:expr) => $body:expr, $($rest:tt)*) => {
-        $crate::select!(@parse $a [(timeout $t) $body] $($rest)*)
+    (@parse $b:tt $a:tt [] default $(())? => $body:expr) => {
+        $crate::__select_internal!(@parse $b $a [(now) $body])
     };
-    (@parse $a:tt [] default($t:expr) => $body:expr) => {
-        $crate::select!(@parse $a [(timeout $t) $body])
+    (@parse $b:tt $a:tt [] default $(())? => $body:block $($rest:tt)*) => {
+        $crate::__select_internal!(@parse $b $a [(now) $body] $($rest)*)
     };
-    (@parse $a:tt [] default($t:expr) => $body:block $($rest:tt)*) => {
-        $crate::select!(@parse $a [(timeout $t) $body] $($rest)*)
+    (@parse $b:tt $a:tt [] default($t:expr $(,)?) => $body:expr, $($rest:tt)*) => {
+        $crate::__select_internal!(@parse $b $a [(timeout $t) $body] $($rest)*)
     };
-    (@parse $a:tt [$($d:tt)+] default $($rest:tt)*) => {
+    (@parse $b:tt $a:tt [] default($t:expr $(,)?) => $body:expr) => {
+        $crate::__select_internal!(@parse $b $a [(timeout $t) $body])
+    };
+    (@parse $b:tt $a:tt [] default($t:expr $(,)?) => $body:block $($rest:tt)*) => {
+        $crate::__select_internal!(@parse $b $a [(timeout $t) $body] $($rest)*)
+    };
+    (@parse $b:tt $a:tt [$($d:tt)+] default $($rest:tt)*) => {
         ::core::compile_error!("select!: there can be only one `default` case")
     };
-    (@parse $a:tt $d:tt $($rest:tt)+) => {
+    (@parse $b:tt $a:tt $d:tt $($rest:tt)+) => {
         ::core::compile_error!(
             "select!: expected `recv(r) -> res => body`, `send(s, msg) -> res => body`, \
              `default => body` or `default(timeout) => body`"
@@ -1622,42 +1785,51 @@ macro_rules! select {
 
     // ---- naming: one fresh identifier per arm (each expansion step has its
     // own hygiene, so the `__arm` of each step is a different variable) ----
-    (@bind [$($done:tt)*] [(recv ($r:expr) $p:tt $body:tt) $($rest:tt)*] $d:tt) => {
-        $crate::select!(@bind
+    (@bind $b:tt [$($done:tt)*] [(recv ($r:expr) $p:tt $body:tt) $($rest:tt)*] $d:tt) => {
+        $crate::__select_internal!(@bind $b
             [$($done)* (__arm [$crate::__private::RecvArm::new(&$r)] $p $body)]
             [$($rest)*] $d)
     };
-    (@bind [$($done:tt)*] [(send ($s:expr) ($m:expr) $p:tt $body:tt) $($rest:tt)*] $d:tt) => {
-        $crate::select!(@bind
+    (@bind $b:tt [$($done:tt)*] [(send ($s:expr) ($m:expr) $p:tt $body:tt) $($rest:tt)*] $d:tt) => {
+        $crate::__select_internal!(@bind $b
             [$($done)* (__arm [$crate::__private::SendArm::new(&$s, || $m)] $p $body)]
             [$($rest)*] $d)
     };
-    (@bind [$($done:tt)*] [] $d:tt) => {
-        $crate::select!(@emit [$($done)*] [$($done)*] $d)
+    (@bind $b:tt [$($done:tt)*] [] $d:tt) => {
+        $crate::__select_internal!(@emit $b [$($done)*] [$($done)*] $d)
     };
 
     // ---- code: each arm's state in a `match` (so temporaries in the
     // endpoint expressions live to the end), then the driver, then the
     // selected arm's body, outside any loop of ours --------------------------
-    (@emit [($arm:ident [$($ctor:tt)*] $p:tt $body:tt) $($rest:tt)*] $all:tt $d:tt) => {
+    (@emit $b:tt [($arm:ident [$($ctor:tt)*] $p:tt $body:tt) $($rest:tt)*] $all:tt $d:tt) => {
         match $($ctor)* {
-            mut $arm => $crate::select!(@emit [$($rest)*] $all $d),
+            mut $arm => $crate::__select_internal!(@emit $b [$($rest)*] $all $d),
         }
     };
-    (@emit [] [$(($arm:ident $ctor:tt $p:tt $body:tt))*] $d:tt) => {{
+    (@emit $b:tt [] [$(($arm:ident $ctor:tt $p:tt $body:tt))*] $d:tt) => {{
         // The first try, statically dispatched (see `FirstTry`), then, if it
         // did not complete an arm, the whole select.
-        let mut __first = <$crate::__private::FirstTry as ::core::default::Default>::default();
+        let mut __first = $crate::__select_internal!(@first $b);
         $( __first.probe($arm.probe()); )*
         let mut __done = false;
         if __first.pick() {
             $( if __first.turn() { __done = $arm.try_now(); } )*
         }
         if !__done {
-            let _ = $crate::__private::run(&mut [$($arm.as_op()),*], $crate::select!(@wait $d));
+            let _ = $crate::__private::run(
+                &mut [$($arm.as_op()),*],
+                $crate::__select_internal!(@wait $d),
+                $b,
+            );
         }
-        $crate::select!(@dispatch [$(($arm $p $body))*] $d)
+        $crate::__select_internal!(@dispatch [$(($arm $p $body))*] $d)
     }};
+
+    (@first false) => {
+        <$crate::__private::FirstTry as ::core::default::Default>::default()
+    };
+    (@first true) => { $crate::__private::FirstTry::biased() };
 
     (@wait []) => { $crate::__private::Wait::Forever };
     (@wait [(now) $body:tt]) => { $crate::__private::Wait::Now };
@@ -1669,16 +1841,11 @@ macro_rules! select {
                 $p => $body,
             }
         } else {
-            $crate::select!(@dispatch [$($rest)*] $d)
+            $crate::__select_internal!(@dispatch [$($rest)*] $d)
         }
     };
     (@dispatch [] []) => {
         ::core::unreachable!("select! without a default returned unselected")
     };
     (@dispatch [] [$kind:tt $body:tt]) => { $body };
-
-    // ---- entry -------------------------------------------------------------
-    ($($tokens:tt)*) => {
-        $crate::select!(@parse [] [] $($tokens)*)
-    };
 }
