@@ -45,10 +45,12 @@ use crate::backoff::Backoff;
 use crate::claim::Cursor;
 use crate::error::{RecvTimeoutError, TryRecvError};
 use crate::hook::{self, Park};
-use crate::rendezvous::{defer, rethrow_deferred, Arrival, Peers, Rendezvous, Side};
+use crate::rendezvous::{
+    defer, rethrow_deferred, Arrival, Filled, Packet, Peers, Rendezvous, Side, Token,
+};
 use crate::ring::{Readiness, Ring, Turn};
 use crate::spaced::{gap, Gap, Spaced};
-use crate::sync::{fence, Ordering};
+use crate::sync::{fence, Arc, Ordering};
 use crate::updt::UpdtCell;
 use crate::wait_list::Waiters;
 use crate::{Mode, Protocol};
@@ -151,8 +153,15 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     /// A blocked sender's re-check, after registering and `fence(SeqCst)`.
     #[inline]
     pub(crate) fn still_full(&self) -> bool {
+        self.still_full_for(None)
+    }
+
+    /// [`still_full`](Chan::still_full) for a select whose own rendezvous
+    /// packets carry the token `own`: they are no partner of its send.
+    #[inline]
+    pub(crate) fn still_full_for(&self, own: Option<&Arc<Token>>) -> bool {
         if let Some(zero) = self.zero() {
-            return !zero.has_peers_locked(Side::Recv) && !self.receivers_gone();
+            return !zero.has_peers_locked(Side::Recv, own) && !self.receivers_gone();
         }
         let head = self.rx.position_for_waiter();
         let tail = self.tx.position();
@@ -162,8 +171,15 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     /// A blocked receiver's re-check, after registering and `fence(SeqCst)`.
     #[inline]
     pub(crate) fn still_empty(&self) -> bool {
+        self.still_empty_for(None)
+    }
+
+    /// [`still_empty`](Chan::still_empty) for a select whose own
+    /// rendezvous packets carry the token `own`.
+    #[inline]
+    pub(crate) fn still_empty_for(&self, own: Option<&Arc<Token>>) -> bool {
         if let Some(zero) = self.zero() {
-            return !zero.has_peers_locked(Side::Send) && !self.senders_gone();
+            return !zero.has_peers_locked(Side::Send, own) && !self.senders_gone();
         }
         self.tx.position_for_waiter() == self.rx.position() && !self.senders_gone()
     }
@@ -440,6 +456,14 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
                     Ok(1)
                 }
                 Arrival::Disconnected(_) => Err(TryRecvError::Disconnected),
+                Arrival::Partner(partner) => match self.zero_await_partner(zero, &partner) {
+                    Some(msg) => {
+                        // SAFETY: as above.
+                        unsafe { dst.write(msg) };
+                        Ok(1)
+                    }
+                    None => Err(TryRecvError::Empty),
+                },
                 _ => Err(TryRecvError::Empty),
             };
         }
@@ -633,7 +657,32 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
                 Err(Unsent::Disconnected)
             }
             Arrival::Queued(_) => unreachable!("no waker was given"),
+            Arrival::Partner(_) => unreachable!("only a receiver is handed a partner"),
         }
+    }
+
+    /// A try that met a select's send with no message yet: the select was
+    /// chosen (as crossbeam's and Go's receivers choose a waiting sender),
+    /// and this waits, through the thread's or coroutine's park, for it to
+    /// make its message and fill `partner`. `None` if it let the partner go
+    /// instead (its `SelectedOperation` dropped): nothing was received.
+    #[cold]
+    #[inline(never)]
+    fn zero_await_partner(
+        &self,
+        zero: &Rendezvous<T, P::Lock>,
+        partner: &Arc<Packet<T>>,
+    ) -> Option<T> {
+        hook::with_current(|park| {
+            // The packet was made with a waker that wakes nobody: ours from
+            // now on, or it was settled meanwhile (then the look below sees
+            // it).
+            zero.rewake(partner, &park.waker());
+            match zero.wait_filled(partner, park, None) {
+                Filled::Got(msg) => Some(msg),
+                Filled::Released | Filled::GaveUp => None,
+            }
+        })
     }
 
     /// [`zero_try_send_from`](Chan::zero_try_send_from), waiting through

@@ -587,6 +587,15 @@ fn poll_rendezvous<T, M: Mode, P: Protocol>(
                     *packet = None;
                     return Poll::Ready(Err(back));
                 }
+                // A select's send reserved this receiver, then let it go:
+                // nothing was received; arrive again.
+                Settled::Retry => {
+                    *packet = None;
+                    break;
+                }
+                Settled::Moved(_) | Settled::Reserved => {
+                    unreachable!("a future's packet is shared, and looked at")
+                }
             }
         }
     }
@@ -606,6 +615,12 @@ fn poll_rendezvous<T, M: Mode, P: Protocol>(
         Arrival::Queued(queued) => {
             *packet = Some(queued);
             chan.zero_queued(side);
+            Poll::Pending
+        }
+        // A receiver that met a select's send with no message yet: the
+        // select fills this packet (made with our waker) once it wakes.
+        Arrival::Partner(partner) => {
+            *packet = Some(partner);
             Poll::Pending
         }
         Arrival::Nobody(_) => unreachable!("a shared waiter was asked for"),
@@ -822,7 +837,8 @@ impl<T, M: Mode, P: Protocol> Drop for Receiving<'_, T, M, P> {
         if let Some(packet) = self.packet.take() {
             let chan = self.chan;
             let zero = chan.zero().expect("a zero-capacity channel");
-            if let Settled::Done(Some(msg)) = zero.withdraw(Side::Recv, &packet) {
+            // Reserved by a select's send: abandoned (it sends elsewhere).
+            if let Settled::Done(Some(msg)) = zero.give_up(Side::Recv, &packet) {
                 // Handed a message, then dropped: it goes on to the next
                 // receiver rather than be lost (we are still a receiver).
                 if zero.reoffer(msg, &|| false) {

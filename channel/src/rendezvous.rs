@@ -129,9 +129,21 @@ const WAITING: usize = 0;
 const DONE: usize = 1;
 /// The other side disconnected while the packet was queued.
 const DISMISSED: usize = 2;
+/// A framed packet's reservation moved to a shared packet (its `partner`):
+/// a select's send reserved this receiver (invariant 7).
+const MOVED: usize = 3;
 /// Added to `DONE` or `DISMISSED` on a packet in its owner's frame while
 /// the peer that settled it still reads its waker (invariant 3).
 const HANDING: usize = 4;
+/// A shared receiver's packet out of its queue, held by a select's send
+/// that will fill it ([`Rendezvous::fill`]) or let it go
+/// ([`Rendezvous::release`]) (invariant 7).
+const RESERVED: usize = 8;
+/// A reserved packet whose owner gave up on it (a deadline, a dropped
+/// future, unwinding): its filler sends elsewhere.
+const ABANDONED: usize = 9;
+/// A reserved packet let go without a message: its owner arrives again.
+const RETRY: usize = 10;
 
 /// One blocked select's claim on its outcome, shared by the packets it
 /// queued (invariant 5). An add-only claim guards it, whatever the
@@ -194,6 +206,12 @@ pub(crate) struct Packet<T> {
     waker: UnsafeCell<PacketWaker>,
     /// A select's packet: its token and the operation's index.
     token: Option<(Arc<Token>, usize)>,
+    /// The reserved packet this one leads to (invariant 7): on a select's
+    /// message-less send packet, the receiver's that served it; on a framed
+    /// receiver's packet settled `MOVED`, the shared one its reservation
+    /// moved to. Written under the lock before the state leaves `WAITING`,
+    /// taken by the owner after.
+    partner: UnsafeCell<Option<Arc<Packet<T>>>>,
 }
 
 // SAFETY: the cells are touched under the rendezvous lock, or by the owner
@@ -211,6 +229,7 @@ impl<T> Packet<T> {
             msg: UnsafeCell::new(msg),
             waker: UnsafeCell::new(waker),
             token: None,
+            partner: UnsafeCell::new(None),
         }
     }
 
@@ -230,6 +249,31 @@ impl<T> Packet<T> {
         // peer touches it.
         self.msg.with_mut(|m| unsafe { (*m).take() })
     }
+
+    /// Takes the partner out of a packet its owner holds alone (settled).
+    pub(crate) fn take_partner(&self) -> Option<Arc<Packet<T>>> {
+        // SAFETY: as in `take_settled`: written under the lock before the
+        // state left WAITING, which our caller loaded (Acquire).
+        self.partner.with_mut(|p| unsafe { (*p).take() })
+    }
+
+    /// A receiver's packet, shared, already reserved (invariant 7).
+    fn reserved(waker: Waker) -> Arc<Self> {
+        let packet = Packet::new(None, waker, None);
+        packet.state.store(RESERVED, Ordering::Relaxed);
+        packet
+    }
+}
+
+/// A waker that wakes nobody: for a packet made where no waker is at hand
+/// (a `try_recv` that becomes a reserved partner), until its owner sets
+/// its own ([`Rendezvous::rewake`]) and looks again.
+fn no_waker() -> Waker {
+    struct Nobody;
+    impl std::task::Wake for Nobody {
+        fn wake(self: std::sync::Arc<Self>) {}
+    }
+    Waker::from(std::sync::Arc::new(Nobody))
 }
 
 /// A packet's waker: its own, or one its framed owner's [`Park`] lends for
@@ -292,6 +336,15 @@ pub(crate) enum Settled<T> {
     Done(Option<T>),
     /// The other side disconnected: a sender gets its message back.
     Dismissed(Option<T>),
+    /// A framed receiver's packet: a select's send reserved it, and the
+    /// wait goes on on this shared packet (invariant 7).
+    Moved(Arc<Packet<T>>),
+    /// A reserved packet let go by its select's send without a message:
+    /// nothing was received; arrive again.
+    Retry,
+    /// Out of its queue but not settled: a select's send reserved it and
+    /// will fill it ([`Rendezvous::withdraw`] only).
+    Reserved,
 }
 
 /// The outcome of arriving at the rendezvous.
@@ -305,6 +358,33 @@ pub(crate) enum Arrival<T> {
     Nobody(Option<T>),
     /// The other side is gone: a sender's message comes back.
     Disconnected(Option<T>),
+    /// A receiver met a select's send that has no message yet: it waits on
+    /// this reserved packet for the select to fill it (invariant 7).
+    Partner(Arc<Packet<T>>),
+}
+
+/// A peer served under the lock, to wake once it is released; with the
+/// partner a receiver waits on if the peer was a select's message-less send.
+type ServedPeer<T> = (Entry<T>, Option<Arc<Packet<T>>>);
+
+/// What a select's send found to reserve ([`Rendezvous::reserve`]).
+pub(crate) enum Reservation<T> {
+    /// A receiver's packet, now the caller's to fill or let go.
+    Reserved(Arc<Packet<T>>),
+    /// No receiver waits.
+    Nobody,
+    /// No receiver waits, and the receivers are gone.
+    Disconnected,
+}
+
+/// How a wait on a reserved packet ended ([`Rendezvous::wait_filled`]).
+pub(crate) enum Filled<T> {
+    /// Filled: the message.
+    Got(T),
+    /// Let go without a message: arrive again.
+    Released,
+    /// The deadline passed first, and the packet was abandoned.
+    GaveUp,
 }
 
 /// A queued packet: shared with its owner (a future's, a select's, or a
@@ -475,8 +555,20 @@ impl<T, L: RawLock> Rendezvous<T, L> {
     /// notifies: the lock orders the two, and no fence is needed on the
     /// queuing side (an uncontended blocking hand-off, the common case,
     /// pays none).
-    pub(crate) fn has_peers_locked(&self, side: Side) -> bool {
-        self.locked(|q| !q.of(side).is_empty())
+    ///
+    /// A select's own packets (`own`, its token) do not count: a select
+    /// with a send and a receive on one channel waits with a packet on each
+    /// side, and must not take itself for a partner.
+    pub(crate) fn has_peers_locked(&self, side: Side, own: Option<&Arc<Token>>) -> bool {
+        self.locked(|q| match own {
+            None => !q.of(side).is_empty(),
+            Some(own) => q.of(side).iter().any(|e| {
+                !e.packet()
+                    .token
+                    .as_ref()
+                    .is_some_and(|(t, _)| Arc::ptr_eq(t, own))
+            }),
+        })
     }
 
     /// Whether a blocked sender is waiting (so a receive would complete).
@@ -538,7 +630,14 @@ impl<T, L: RawLock> Rendezvous<T, L> {
         let mut msg = msg;
         let mut wait = wait;
         let served = self.locked(|q| {
-            if let Some(peer) = self.serve_locked(q, side, &mut msg) {
+            // A receiver that meets a select's message-less send waits for
+            // it on a packet of its own, with the waker it would queue with
+            // (a try has none: its caller sets one, `Arrival::Partner`).
+            let partner_waker = || match wait.take() {
+                Some(make_waker) => make_waker(),
+                None => no_waker(),
+            };
+            if let Some(peer) = self.serve_locked(q, side, &mut msg, partner_waker) {
                 return Ok(peer);
             }
             if other_gone() {
@@ -557,9 +656,12 @@ impl<T, L: RawLock> Rendezvous<T, L> {
             Err(Some(packet))
         });
         match served {
-            Ok(peer) => {
+            Ok((peer, partner)) => {
                 peer.wake_served();
-                Arrival::Served(msg)
+                match partner {
+                    Some(partner) => Arrival::Partner(partner),
+                    None => Arrival::Served(msg),
+                }
             }
             Err(Some(packet)) => Arrival::Queued(packet),
             Err(None) if other_gone() => Arrival::Disconnected(msg),
@@ -572,8 +674,20 @@ impl<T, L: RawLock> Rendezvous<T, L> {
     /// packet, or a sender's into `msg`) and settles the packet `DONE`, to be
     /// woken ([`Entry::wake_served`]) once the lock is released. Stale
     /// select packets met on the way are dismissed (invariant 5).
+    ///
+    /// A receiver that meets a select's send with no message yet (a
+    /// `Select` send, or a `select!` send whose message is not made) cannot
+    /// take one: it hands the select a reserved packet of its own, made with
+    /// `partner_waker`, to fill once it wakes, and gets that packet back
+    /// beside the entry (invariant 7).
     #[inline(always)]
-    fn serve_locked(&self, q: &mut Queues<T>, side: Side, msg: &mut Option<T>) -> Option<Entry<T>> {
+    fn serve_locked(
+        &self,
+        q: &mut Queues<T>,
+        side: Side,
+        msg: &mut Option<T>,
+        partner_waker: impl FnOnce() -> Waker,
+    ) -> Option<ServedPeer<T>> {
         let peers = q.of(side.other());
         if peers.is_empty() {
             return None;
@@ -586,6 +700,18 @@ impl<T, L: RawLock> Rendezvous<T, L> {
                     // select's packet is shared: nobody to hand to).
                     peer.settle(DISMISSED);
                     continue;
+                }
+                // SAFETY: under the lock, on a packet still WAITING.
+                let empty = packet.msg.with(|m| unsafe { (*m).is_none() });
+                if side == Side::Recv && empty {
+                    let partner = Packet::reserved(partner_waker());
+                    // SAFETY: as above; the owner takes it once DONE.
+                    packet
+                        .partner
+                        .with_mut(|p| unsafe { *p = Some(partner.clone()) });
+                    peer.settle(DONE);
+                    self.store_len(q, side.other());
+                    return Some((peer, Some(partner)));
                 }
             }
             // SAFETY: under the lock, on a packet still WAITING (a queued
@@ -600,28 +726,199 @@ impl<T, L: RawLock> Rendezvous<T, L> {
             // (Acquire).
             peer.settle(DONE);
             self.store_len(q, side.other());
-            return Some(peer);
+            return Some((peer, None));
         }
         // Only stale packets were there.
         self.store_len(q, side.other());
         None
     }
 
-    /// A blocked select queues a receiver's packet for its operation
-    /// `index`, decided through `token` (invariant 5). It does not serve a
-    /// waiting sender: the select's re-check sees one.
+    /// A blocked select queues a packet of `side` for its operation
+    /// `index`, decided through `token` (invariant 5): a receive's, or a
+    /// send's with its message if it is made (else a receiver that serves
+    /// it hands over a partner to fill, invariant 7). It does not serve a
+    /// waiting peer: the select's re-check sees one.
     pub(crate) fn queue_select(
         &self,
+        side: Side,
+        msg: Option<T>,
         waker: Waker,
         token: &Arc<Token>,
         index: usize,
     ) -> Arc<Packet<T>> {
-        let packet = Packet::new(None, waker, Some((token.clone(), index)));
+        let packet = Packet::new(msg, waker, Some((token.clone(), index)));
         self.locked(|q| {
-            q.receivers.push_back(Entry::Shared(packet.clone()));
-            self.store_lens(q);
+            q.of(side).push_back(Entry::Shared(packet.clone()));
+            self.store_len(q, side);
         });
         packet
+    }
+
+    /// A select's send picked on a zero-capacity channel reserves the
+    /// oldest live receiver (invariant 7): out of its queue, to be filled
+    /// ([`fill`](Self::fill)) or let go ([`release`](Self::release)).
+    pub(crate) fn reserve(&self, receivers_gone: &impl Fn() -> bool) -> Reservation<T> {
+        if !self.has_receivers() {
+            return if receivers_gone() {
+                Reservation::Disconnected
+            } else {
+                Reservation::Nobody
+            };
+        }
+        let reserved = self.locked(|q| {
+            while let Some(peer) = q.receivers.pop_front() {
+                let packet = peer.packet();
+                if let Some((token, index)) = &packet.token {
+                    if !token.decide(index + 1) {
+                        peer.settle(DISMISSED);
+                        continue;
+                    }
+                }
+                self.store_len(q, Side::Recv);
+                return Some(match peer {
+                    Entry::Shared(packet) => {
+                        // Release: pairs with the owner's look, as a settle.
+                        packet.state.store(RESERVED, Ordering::Release);
+                        packet
+                    }
+                    Entry::Framed(_) => {
+                        // Its frame cannot wait for us if its owner gives
+                        // up: the reservation moves to a shared packet that
+                        // wakes the same owner, and the framed one is
+                        // settled `MOVED` (no mark: we touch it no more).
+                        // SAFETY: under the lock, on a WAITING packet.
+                        let waker = packet.waker.with(|w| unsafe { (**w).clone() });
+                        let partner = Packet::reserved(waker);
+                        // SAFETY: as above; the owner takes it once MOVED.
+                        packet
+                            .partner
+                            .with_mut(|p| unsafe { *p = Some(partner.clone()) });
+                        packet.state.store(MOVED, Ordering::Release);
+                        partner
+                    }
+                });
+            }
+            self.store_len(q, Side::Recv);
+            None
+        });
+        match reserved {
+            Some(packet) => Reservation::Reserved(packet),
+            None if receivers_gone() => Reservation::Disconnected,
+            None => Reservation::Nobody,
+        }
+    }
+
+    /// Fills a packet this party reserved (or was handed as a partner)
+    /// with `msg` and wakes its owner; `Err(msg)` if the owner gave up on
+    /// it first (then the message goes elsewhere, as an unreserved send).
+    pub(crate) fn fill(&self, packet: &Packet<T>, msg: T) -> Result<(), T> {
+        let mut msg = Some(msg);
+        let filled = self.locked(|_| {
+            // Relaxed: under the lock, which orders every store to it.
+            if packet.state.load(Ordering::Relaxed) != RESERVED {
+                return false;
+            }
+            // SAFETY: under the lock, on a RESERVED packet: its owner only
+            // looks at the state, and gives up under the lock.
+            packet.msg.with_mut(|m| unsafe { *m = msg.take() });
+            packet.state.store(DONE, Ordering::Release);
+            true
+        });
+        match msg {
+            Some(msg) if !filled => Err(msg),
+            _ => {
+                // The caller's copy is gone: a panicking waker goes on at
+                // its next blocking operation, as for a served receiver.
+                if let Err(payload) = catch_unwind(AssertUnwindSafe(|| {
+                    // SAFETY: settled: no one replaces the waker any more;
+                    // our reference keeps the packet alive.
+                    packet.waker.with(|w| unsafe { (*w).wake_by_ref() });
+                })) {
+                    defer(payload);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Lets a reserved packet go without a message: its owner arrives
+    /// again (or, a select, retries).
+    pub(crate) fn release(&self, packet: &Packet<T>) {
+        let released = self.locked(|_| {
+            let reserved = packet.state.load(Ordering::Relaxed) == RESERVED;
+            if reserved {
+                packet.state.store(RETRY, Ordering::Release);
+            }
+            reserved
+        });
+        if released {
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| {
+                // SAFETY: as in `fill`.
+                packet.waker.with(|w| unsafe { (*w).wake_by_ref() });
+            })) {
+                defer(payload);
+            }
+        }
+    }
+
+    /// The owner of a shared packet gives up on it: takes it out of its
+    /// queue, or, reserved, abandons it (its filler sends elsewhere).
+    /// Never `Waiting` or `Reserved`.
+    pub(crate) fn give_up(&self, side: Side, packet: &Packet<T>) -> Settled<T> {
+        match self.withdraw(side, packet) {
+            Settled::Reserved => {
+                let abandoned = self.locked(|_| {
+                    let reserved = packet.state.load(Ordering::Relaxed) == RESERVED;
+                    if reserved {
+                        packet.state.store(ABANDONED, Ordering::Relaxed);
+                    }
+                    reserved
+                });
+                if abandoned {
+                    Settled::Dismissed(None)
+                } else {
+                    // Filled or let go meanwhile.
+                    self.look(packet)
+                }
+            }
+            settled => settled,
+        }
+    }
+
+    /// Waits through `park`, until `deadline` if there is one, for the
+    /// select that holds `partner` (a receiver's reserved packet) to fill
+    /// it or let it go.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn wait_filled(
+        &self,
+        partner: &Packet<T>,
+        park: &dyn Park,
+        deadline: Option<Instant>,
+    ) -> Filled<T> {
+        let outcome = |settled: Settled<T>| match settled {
+            Settled::Done(got) => Filled::Got(got.expect("a filled packet holds a message")),
+            Settled::Retry => Filled::Released,
+            _ => Filled::GaveUp,
+        };
+        loop {
+            match self.look(partner) {
+                Settled::Waiting => {}
+                settled => return outcome(settled),
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return outcome(self.give_up(Side::Recv, partner));
+            }
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| park.park(deadline))) {
+                // As a plain receive unwinding: a message handed over
+                // stands, and the unwinding goes on later.
+                if let Filled::Got(msg) = outcome(self.give_up(Side::Recv, partner)) {
+                    defer(payload);
+                    return Filled::Got(msg);
+                }
+                resume_unwind(payload);
+            }
+        }
     }
 
     /// Looks at a queued packet's state, without the lock. A framed packet
@@ -632,9 +929,14 @@ impl<T, L: RawLock> Rendezvous<T, L> {
         loop {
             // Acquire: pairs with the peer's (or the dismisser's) Release.
             match packet.state.load(Ordering::Acquire) {
-                WAITING => return Settled::Waiting,
+                WAITING | RESERVED => return Settled::Waiting,
                 DONE => return Settled::Done(packet.take_settled()),
                 DISMISSED => return Settled::Dismissed(packet.take_settled()),
+                MOVED => {
+                    let partner = packet.take_partner();
+                    return Settled::Moved(partner.expect("a moved packet has its partner"));
+                }
+                RETRY => return Settled::Retry,
                 _ => backoff.snooze(),
             }
         }
@@ -646,18 +948,20 @@ impl<T, L: RawLock> Rendezvous<T, L> {
     pub(crate) fn withdraw(&self, side: Side, packet: &Packet<T>) -> Settled<T> {
         let removed = self.locked(|q| {
             let queue = q.of(side);
-            let at = queue
-                .iter()
-                .position(|p| std::ptr::eq(p.packet(), packet))?;
+            let Some(at) = queue.iter().position(|p| std::ptr::eq(p.packet(), packet)) else {
+                // Relaxed: under the lock, which orders every store to it.
+                return Err(packet.state.load(Ordering::Relaxed) == RESERVED);
+            };
             queue.remove(at);
             self.store_lens(q);
-            Some(())
+            Ok(())
         });
         match removed {
             // Out of the queue, under the lock, while WAITING: ours alone.
-            Some(()) => Settled::Dismissed(packet.take_settled()),
+            Ok(()) => Settled::Dismissed(packet.take_settled()),
+            Err(true) => Settled::Reserved,
             // Settled before we got the lock; the lock ordered it.
-            None => match self.look(packet) {
+            Err(false) => match self.look(packet) {
                 Settled::Waiting => unreachable!("a packet out of its queue is settled"),
                 settled => settled,
             },
@@ -670,7 +974,8 @@ impl<T, L: RawLock> Rendezvous<T, L> {
     pub(crate) fn rewake(&self, packet: &Packet<T>, waker: &Waker) -> bool {
         self.locked(|_| {
             // Relaxed: under the lock, which orders every store to it.
-            let waiting = packet.state.load(Ordering::Relaxed) == WAITING;
+            let state = packet.state.load(Ordering::Relaxed);
+            let waiting = state == WAITING || state == RESERVED;
             if waiting {
                 // SAFETY: under the lock, on a WAITING packet: a peer reads
                 // the waker only after settling the packet under the lock.
@@ -693,12 +998,7 @@ impl<T, L: RawLock> Rendezvous<T, L> {
     /// overtaken it). Returns whether it was queued (the caller then wakes
     /// the receivers' waiter list).
     pub(crate) fn reoffer(&self, msg: T, receivers_gone: &dyn Fn() -> bool) -> bool {
-        struct Nobody;
-        impl std::task::Wake for Nobody {
-            fn wake(self: std::sync::Arc<Self>) {}
-        }
-        let nobody = || Waker::from(std::sync::Arc::new(Nobody));
-        match self.arrive_at(Side::Send, Some(msg), Some(nobody), &receivers_gone, true) {
+        match self.arrive_at(Side::Send, Some(msg), Some(no_waker), &receivers_gone, true) {
             Arrival::Queued(_) => true,
             // Served, or no receiver left: dropped with the channel's end.
             _ => false,
@@ -742,6 +1042,33 @@ impl<T, L: RawLock> Rendezvous<T, L> {
         deadline: Option<Instant>,
         chan: &impl Peers,
     ) -> Result<Option<T>, (Option<T>, bool)> {
+        let mut msg = msg;
+        loop {
+            // A receiver a select's send reserved (or that met a select's
+            // message-less send) waits on a shared packet for the message
+            // (invariant 7); let go, it arrives again.
+            let partner = match self.wait_framed(side, msg, park, deadline, chan) {
+                Framed::Over(outcome) => return outcome,
+                Framed::Partner(partner) => partner,
+            };
+            match self.wait_filled(&partner, park, deadline) {
+                Filled::Got(got) => return Ok(Some(got)),
+                Filled::GaveUp => return Err((None, !chan.gone(side))),
+                Filled::Released => msg = None,
+            }
+        }
+    }
+
+    /// [`wait`](Self::wait) with the packet in this frame.
+    #[inline(always)]
+    fn wait_framed(
+        &self,
+        side: Side,
+        msg: Option<T>,
+        park: &dyn Park,
+        deadline: Option<Instant>,
+        chan: &impl Peers,
+    ) -> Framed<T> {
         let other_gone = || chan.gone(side);
         let waker = match park.waker_ref() {
             // SAFETY: the park lends it for as long as it is borrowed, which
@@ -757,12 +1084,16 @@ impl<T, L: RawLock> Rendezvous<T, L> {
         let met = self.locked(
             #[inline(always)]
             |q| {
-                // SAFETY: the packet is not queued yet: ours alone.
-                let served = packet
-                    .msg
-                    .with_mut(|m| self.serve_locked(q, side, unsafe { &mut *m }));
-                if let Some(peer) = served {
-                    return Met::Served(peer);
+                let served = packet.msg.with_mut(|m| {
+                    // SAFETY: the packet is not queued yet: ours alone.
+                    let msg = unsafe { &mut *m };
+                    self.serve_locked(q, side, msg, || {
+                        // SAFETY: as above.
+                        packet.waker.with(|w| unsafe { (**w).clone() })
+                    })
+                });
+                if let Some((peer, partner)) = served {
+                    return Met::Served(peer, partner);
                 }
                 if other_gone() {
                     return Met::Gone;
@@ -777,11 +1108,14 @@ impl<T, L: RawLock> Rendezvous<T, L> {
         );
         let watched = match met {
             // Served at once: a receiver's message is in its packet now.
-            Met::Served(peer) => {
+            Met::Served(peer, partner) => {
                 peer.wake_served();
-                return Ok(packet.take_settled());
+                return match partner {
+                    Some(partner) => Framed::Partner(partner),
+                    None => Framed::Over(Ok(packet.take_settled())),
+                };
             }
-            Met::Gone => return Err((packet.take_settled(), false)),
+            Met::Gone => return Framed::Over(Err((packet.take_settled(), false))),
             Met::Queued { watched } => watched,
         };
         // Whatever happens from here (a panicking waker in `notify`, an
@@ -818,10 +1152,15 @@ impl<T, L: RawLock> Rendezvous<T, L> {
             if let Err(payload) = catch_unwind(AssertUnwindSafe(|| park.park(deadline))) {
                 let mut guard = guard;
                 guard.armed = false;
-                match self.withdraw(side, packet) {
+                let settled = match self.withdraw(side, packet) {
+                    // Reserved meanwhile: give the shared packet up too.
+                    Settled::Moved(partner) => self.give_up(side, &partner),
+                    settled => settled,
+                };
+                match settled {
                     Settled::Done(got) => {
                         defer(payload);
-                        return Ok(got);
+                        return Framed::Over(Ok(got));
                     }
                     settled => {
                         // A sender's copy is the caller's duplicate.
@@ -836,14 +1175,27 @@ impl<T, L: RawLock> Rendezvous<T, L> {
         // Settled: out of its queue, no mark left.
         let mut guard = guard;
         guard.armed = false;
-        match settled {
+        Framed::Over(match settled {
             Settled::Done(got) => Ok(got),
+            // Reserved by a select's send: wait on the shared packet (past
+            // the deadline, it gives up there).
+            Settled::Moved(partner) => return Framed::Partner(partner),
             // Withdrawn at the deadline (or dismissed just then).
             Settled::Dismissed(back) if !other_gone() => Err((back, true)),
             Settled::Dismissed(back) => Err((back, false)),
-            Settled::Waiting => unreachable!(),
-        }
+            Settled::Waiting | Settled::Retry | Settled::Reserved => {
+                unreachable!("a framed packet is never reserved itself")
+            }
+        })
     }
+}
+
+/// How [`Rendezvous::wait_framed`] ended.
+enum Framed<T> {
+    /// As [`Rendezvous::wait`] returns.
+    Over(Result<Option<T>, (Option<T>, bool)>),
+    /// A receiver goes on waiting on this reserved packet (invariant 7).
+    Partner(Arc<Packet<T>>),
 }
 
 /// What a blocking [`Rendezvous::wait`] needs of its channel, about the
@@ -864,8 +1216,9 @@ pub(crate) trait Peers {
 
 /// What a blocking `wait` found under the lock.
 enum Met<T> {
-    /// A peer of the other side, served.
-    Served(Entry<T>),
+    /// A peer of the other side, served (a receiver that met a select's
+    /// message-less send: with the partner it waits on).
+    Served(Entry<T>, Option<Arc<Packet<T>>>),
     /// Nobody, and the other side is gone.
     Gone,
     /// Nobody: the packet is queued; `watched` if a select or future of the
@@ -888,7 +1241,9 @@ impl<T, L: RawLock> Drop for StaysQueued<'_, T, L> {
             // A message it got or still held is dropped with the frame: the
             // caller is unwinding, as a panic in a blocking send or receive
             // always did.
-            drop(self.rendezvous.withdraw(self.side, self.packet));
+            if let Settled::Moved(partner) = self.rendezvous.withdraw(self.side, self.packet) {
+                drop(self.rendezvous.give_up(self.side, &partner));
+            }
         }
     }
 }

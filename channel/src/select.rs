@@ -74,7 +74,8 @@ use crate::backoff::Backoff;
 use crate::chan::Chan;
 use crate::error::{RecvError, SendError, TryRecvError, TrySendError};
 use crate::hook::{self, Park};
-use crate::rendezvous::{Packet, Settled, Side, Token};
+use crate::lock::RawLock;
+use crate::rendezvous::{Filled, Packet, Rendezvous, Reservation, Settled, Side, Token};
 use crate::sync::Arc;
 use crate::sync::{fence, Ordering};
 use crate::wait_list::Waiters;
@@ -184,8 +185,9 @@ pub(crate) trait Op {
     fn register(&mut self, park: &dyn Park);
 
     /// The re-check after registering and `fence(SeqCst)`: whether the
-    /// operation would still block.
-    fn still_blocked(&self) -> bool;
+    /// operation would still block. `own`: the token of the select's own
+    /// rendezvous packets, which are no partner of its operations.
+    fn still_blocked(&self, own: Option<&Arc<Token>>) -> bool;
 
     /// Ends a registration, if there is one: [`Waiters::leave`] if `retry`
     /// (the caller tries this operation next), else [`Waiters::abandon`].
@@ -199,10 +201,10 @@ pub(crate) trait Op {
     /// Drops whatever a selected receive still holds.
     fn discard(&mut self);
 
-    /// Whether the operation is a receive on a zero-capacity channel: a
-    /// blocked select then waits for it with a packet in the rendezvous
-    /// (see `rendezvous.rs`, invariant 5), so that a peer select, future
-    /// or thread on the other end can meet it.
+    /// Whether the operation is on a zero-capacity channel: a blocked
+    /// select then waits for it with a packet in the rendezvous (see
+    /// `rendezvous.rs`, invariant 5), so that a peer select, future or
+    /// thread on the other end can meet it.
     fn waits_in_rendezvous(&self) -> bool {
         false
     }
@@ -210,11 +212,36 @@ pub(crate) trait Op {
     /// Queues this operation's packet, decided through `token`.
     fn queue_packet(&mut self, _park: &dyn Park, _token: &Arc<Token>, _index: usize) {}
 
-    /// Takes the packet back, once the token is decided. `served`: this
-    /// operation was completed through it, so keep what it got; otherwise
-    /// a message it got anyway (only while unwinding) goes on to the next
-    /// receiver.
-    fn settle_packet(&mut self, _served: bool) {}
+    /// Takes the packet back, once the token is decided. `served`: the
+    /// token was decided for this operation, so keep what its packet got;
+    /// otherwise (only while unwinding) a message it got anyway goes on to
+    /// the next receiver, and a partner it was handed is let go.
+    fn settle_packet(&mut self, _served: bool) -> PacketOutcome {
+        PacketOutcome::Nothing
+    }
+
+    /// After [`PacketOutcome::Reserved`]: waits through `park` (if any;
+    /// else gives up at once, as when unwinding), until `deadline`, for
+    /// the select's send that reserved this receive to fill it. `true` if
+    /// it got the message.
+    fn await_fill(&mut self, _park: Option<&dyn Park>, _deadline: Option<Instant>) -> bool {
+        false
+    }
+}
+
+/// What an operation's rendezvous packet brought ([`Op::settle_packet`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum PacketOutcome {
+    /// Nothing: withdrawn, dismissed, or let go.
+    Nothing,
+    /// The operation completed through it.
+    Completed,
+    /// A send was handed a receiver's packet to fill: it holds it, and its
+    /// next attempt completes.
+    Partner,
+    /// A receive's packet was reserved by a select's send, which will fill
+    /// it: [`Op::await_fill`].
+    Reserved,
 }
 
 type RxTicket<M, P> = <<M as Mode>::RxWait<P> as Waiters>::Ticket;
@@ -254,8 +281,8 @@ pub struct RecvArm<'a, T, M: Mode, P: Protocol> {
     /// and this takes one off it.
     chan: &'a Chan<T, M, P>,
     ticket: Option<RxTicket<M, P>>,
-    /// On a zero-capacity channel, while the select is blocked: its packet
-    /// in the rendezvous.
+    /// On a zero-capacity channel, while the select is blocked (or waits
+    /// for a reserving send to fill it): its packet in the rendezvous.
     packet: Option<Arc<Packet<T>>>,
 }
 
@@ -329,8 +356,8 @@ impl<T, M: Mode, P: Protocol> Op for RecvArm<'_, T, M, P> {
     }
 
     #[inline]
-    fn still_blocked(&self) -> bool {
-        self.chan.still_empty()
+    fn still_blocked(&self, own: Option<&Arc<Token>>) -> bool {
+        self.chan.still_empty_for(own)
     }
 
     #[inline]
@@ -356,32 +383,81 @@ impl<T, M: Mode, P: Protocol> Op for RecvArm<'_, T, M, P> {
         let chan = self.chan;
         let zero = chan.zero().expect("a zero-capacity channel");
         debug_assert!(self.packet.is_none());
-        self.packet = Some(zero.queue_select(park.waker(), token, index));
+        self.packet = Some(zero.queue_select(Side::Recv, None, park.waker(), token, index));
         // Sends waiting in selects or futures may now meet us.
         chan.zero_queued(Side::Recv);
     }
 
-    fn settle_packet(&mut self, served: bool) {
+    fn settle_packet(&mut self, served: bool) -> PacketOutcome {
         let Some(packet) = self.packet.take() else {
-            return;
+            return PacketOutcome::Nothing;
         };
-        let chan = self.chan;
-        let zero = chan.zero().expect("a zero-capacity channel");
-        if let Settled::Done(Some(msg)) = zero.withdraw(Side::Recv, &packet) {
-            if served {
-                self.result = Some(Ok(msg));
-            } else if zero.reoffer(msg, &|| false) {
-                chan.zero_queued(Side::Send);
+        let zero = self.chan.zero().expect("a zero-capacity channel");
+        let settled = match zero.withdraw(Side::Recv, &packet) {
+            Settled::Reserved if served => {
+                self.packet = Some(packet);
+                return PacketOutcome::Reserved;
             }
+            Settled::Reserved => zero.give_up(Side::Recv, &packet),
+            settled => settled,
+        };
+        match settled {
+            Settled::Done(Some(msg)) => self.keep(msg, served),
+            _ => PacketOutcome::Nothing,
         }
+    }
+
+    fn await_fill(&mut self, park: Option<&dyn Park>, deadline: Option<Instant>) -> bool {
+        let packet = self.packet.take().expect("a reserved packet");
+        let zero = self.chan.zero().expect("a zero-capacity channel");
+        let got = match park {
+            Some(park) => match zero.wait_filled(&packet, park, deadline) {
+                Filled::Got(msg) => Some(msg),
+                Filled::Released | Filled::GaveUp => None,
+            },
+            None => match zero.give_up(Side::Recv, &packet) {
+                Settled::Done(msg) => msg,
+                _ => None,
+            },
+        };
+        got.is_some_and(|msg| self.keep(msg, true) == PacketOutcome::Completed)
+    }
+}
+
+impl<T, M: Mode, P: Protocol> RecvArm<'_, T, M, P> {
+    /// A message this receive's packet got: the select's outcome if it
+    /// was `served` for it, else (unwinding) on to the next receiver.
+    fn keep(&mut self, msg: T, served: bool) -> PacketOutcome {
+        if served {
+            self.result = Some(Ok(msg));
+            return PacketOutcome::Completed;
+        }
+        let zero = self.chan.zero().expect("a zero-capacity channel");
+        if zero.reoffer(msg, &|| false) {
+            self.chan.zero_queued(Side::Send);
+        }
+        PacketOutcome::Nothing
     }
 }
 
 /// A send operation of [`Select`]: selected when the channel has room (or
 /// no receiver); the caller then sends through [`SelectedOperation::send`].
+/// On a zero-capacity channel it is selected holding the receiver it will
+/// send to (`rendezvous.rs`, invariant 7).
+///
+/// `repr(C)` with `partner` first, so that [`SelectedOperation::send`]
+/// reaches it from the type-erased operation, as `recv` reaches a
+/// [`RecvArm`]'s result.
+#[repr(C)]
 struct SendReady<'a, T, M: Mode, P: Protocol> {
+    /// The receiver's packet this send reserved, or was handed, until
+    /// filled or let go.
+    partner: Option<Arc<Packet<T>>>,
     tx: &'a Sender<T, M, P>,
     ticket: Option<TxTicket<M, P>>,
+    /// On a zero-capacity channel, while the select is blocked: its
+    /// message-less packet in the rendezvous.
+    packet: Option<Arc<Packet<T>>>,
 }
 
 /// Whether a send on `tx` would not block now.
@@ -399,8 +475,8 @@ macro_rules! send_waiting {
         }
 
         #[inline]
-        fn still_blocked(&self) -> bool {
-            self.tx.chan.still_full()
+        fn still_blocked(&self, own: Option<&Arc<Token>>) -> bool {
+            self.tx.chan.still_full_for(own)
         }
 
         #[inline]
@@ -424,12 +500,106 @@ impl<T, M: Mode, P: Protocol> Op for SendReady<'_, T, M, P> {
 
     #[inline]
     fn attempt(&mut self) -> bool {
-        send_ready(self.tx)
+        let Some(zero) = self.tx.chan.zero() else {
+            return send_ready(self.tx);
+        };
+        if self.partner.is_some() {
+            return true;
+        }
+        match zero.reserve(&|| self.tx.chan.peers_gone(Side::Send)) {
+            Reservation::Reserved(partner) => {
+                self.partner = Some(partner);
+                true
+            }
+            Reservation::Nobody => false,
+            // Selected to fail: `SelectedOperation::send` gives it back.
+            Reservation::Disconnected => true,
+        }
     }
 
     send_waiting!();
 
-    fn discard(&mut self) {}
+    fn discard(&mut self) {
+        release_partner(self.tx, &mut self.partner);
+    }
+
+    fn waits_in_rendezvous(&self) -> bool {
+        self.tx.chan.zero().is_some()
+    }
+
+    fn queue_packet(&mut self, park: &dyn Park, token: &Arc<Token>, index: usize) {
+        self.packet = Some(queue_send_packet(self.tx, None, park, token, index));
+    }
+
+    fn settle_packet(&mut self, served: bool) -> PacketOutcome {
+        settle_send_packet(self.tx, &mut self.packet, &mut self.partner, served).0
+    }
+}
+
+impl<T, M: Mode, P: Protocol> Drop for SendReady<'_, T, M, P> {
+    fn drop(&mut self) {
+        release_partner(self.tx, &mut self.partner);
+    }
+}
+
+/// Lets go of a receiver a send reserved but will not fill.
+fn release_partner<T, M: Mode, P: Protocol>(
+    tx: &Sender<T, M, P>,
+    partner: &mut Option<Arc<Packet<T>>>,
+) {
+    if let Some(partner) = partner.take() {
+        let zero = tx.chan.zero().expect("a partner is on a rendezvous");
+        zero.release(&partner);
+    }
+}
+
+/// A blocked select's send queues its packet in the rendezvous: with its
+/// message if it is made, else message-less (a receiver that serves it
+/// hands over a packet of its own to fill).
+fn queue_send_packet<T, M: Mode, P: Protocol>(
+    tx: &Sender<T, M, P>,
+    msg: Option<T>,
+    park: &dyn Park,
+    token: &Arc<Token>,
+    index: usize,
+) -> Arc<Packet<T>> {
+    let chan = &tx.chan;
+    let zero = chan.zero().expect("a zero-capacity channel");
+    let packet = zero.queue_select(Side::Send, msg, park.waker(), token, index);
+    // Receives waiting in selects, futures or readiness probes may now
+    // meet us.
+    chan.zero_queued(Side::Send);
+    packet
+}
+
+/// Takes a select's send packet back: what it brought, and the message if
+/// it came back unsent.
+fn settle_send_packet<T, M: Mode, P: Protocol>(
+    tx: &Sender<T, M, P>,
+    packet: &mut Option<Arc<Packet<T>>>,
+    partner: &mut Option<Arc<Packet<T>>>,
+    served: bool,
+) -> (PacketOutcome, Option<T>) {
+    let Some(packet) = packet.take() else {
+        return (PacketOutcome::Nothing, None);
+    };
+    let zero = tx.chan.zero().expect("a zero-capacity channel");
+    match zero.withdraw(Side::Send, &packet) {
+        Settled::Done(_) => match packet.take_partner() {
+            Some(handed) if served => {
+                *partner = Some(handed);
+                (PacketOutcome::Partner, None)
+            }
+            Some(handed) => {
+                zero.release(&handed);
+                (PacketOutcome::Nothing, None)
+            }
+            // A receiver took the message.
+            None => (PacketOutcome::Completed, None),
+        },
+        Settled::Dismissed(back) => (PacketOutcome::Nothing, back),
+        _ => (PacketOutcome::Nothing, None),
+    }
 }
 
 /// A send operation of the macro: the message is made (by `make`, the arm's
@@ -442,6 +612,12 @@ pub struct SendArm<'a, T, M: Mode, P: Protocol, F> {
     make: Option<F>,
     msg: Option<T>,
     result: Option<Result<(), SendError<T>>>,
+    /// On a zero-capacity channel, while the select is blocked: its packet
+    /// in the rendezvous.
+    packet: Option<Arc<Packet<T>>>,
+    /// The receiver's packet this send reserved, or was handed, until
+    /// filled or let go (`rendezvous.rs`, invariant 7).
+    partner: Option<Arc<Packet<T>>>,
 }
 
 impl<'a, T, M: Mode, P: Protocol, F: FnOnce() -> T> SendArm<'a, T, M, P, F> {
@@ -454,6 +630,8 @@ impl<'a, T, M: Mode, P: Protocol, F: FnOnce() -> T> SendArm<'a, T, M, P, F> {
             make: Some(make),
             msg: None,
             result: None,
+            packet: None,
+            partner: None,
         }
     }
 
@@ -480,16 +658,113 @@ impl<T, M: Mode, P: Protocol, F: FnOnce() -> T> Op for SendArm<'_, T, M, P, F> {
 
     #[inline]
     fn attempt(&mut self) -> bool {
+        if self.tx.chan.zero().is_some() && (self.msg.is_none() || self.partner.is_some()) {
+            return self.attempt_reserving();
+        }
         let msg = match self.msg.take() {
             Some(msg) => msg,
             None => {
                 if !send_ready(self.tx) {
                     return false;
                 }
-                let make = self.make.take().expect("a send arm's message is made once");
-                make()
+                self.make()
             }
         };
+        self.try_send(msg)
+    }
+
+    send_waiting!();
+
+    fn discard(&mut self) {
+        release_partner(self.tx, &mut self.partner);
+    }
+
+    fn waits_in_rendezvous(&self) -> bool {
+        self.tx.chan.zero().is_some()
+    }
+
+    fn queue_packet(&mut self, park: &dyn Park, token: &Arc<Token>, index: usize) {
+        let msg = self.msg.take();
+        self.packet = Some(queue_send_packet(self.tx, msg, park, token, index));
+    }
+
+    fn settle_packet(&mut self, served: bool) -> PacketOutcome {
+        let (outcome, back) =
+            settle_send_packet(self.tx, &mut self.packet, &mut self.partner, served);
+        if back.is_some() {
+            self.msg = back;
+        }
+        if outcome == PacketOutcome::Completed {
+            self.result = Some(Ok(()));
+        }
+        outcome
+    }
+}
+
+impl<T, M: Mode, P: Protocol, F: FnOnce() -> T> SendArm<'_, T, M, P, F> {
+    /// The arm's message, made now.
+    fn make(&mut self) -> T {
+        let make = self.make.take().expect("a send arm's message is made once");
+        make()
+    }
+
+    /// A send on a zero-capacity channel whose message is not made yet:
+    /// reserves a waiting receiver first (or uses the one a receiver
+    /// handed over), then makes the message and fills the receiver's
+    /// packet, so that the receiver that made the send ready is the one
+    /// that gets it, whatever the message expression does meanwhile
+    /// (crossbeam's and Go's semantics; `rendezvous.rs`, invariant 7).
+    #[cold]
+    fn attempt_reserving(&mut self) -> bool {
+        let zero = self.tx.chan.zero().expect("a zero-capacity channel");
+        let partner = match self.partner.take() {
+            Some(partner) => partner,
+            None => match zero.reserve(&|| self.tx.chan.peers_gone(Side::Send)) {
+                Reservation::Reserved(partner) => partner,
+                Reservation::Nobody => return false,
+                Reservation::Disconnected => {
+                    let msg = self.make();
+                    self.result = Some(Err(SendError(msg)));
+                    return true;
+                }
+            },
+        };
+        // Held across the message expression (user code, which may block
+        // or panic): let go if it unwinds.
+        struct Held<'p, T, L: RawLock>(&'p Rendezvous<T, L>, Option<&'p Packet<T>>);
+        impl<T, L: RawLock> Drop for Held<'_, T, L> {
+            fn drop(&mut self) {
+                if let Some(partner) = self.1 {
+                    self.0.release(partner);
+                }
+            }
+        }
+        let msg = match self.msg.take() {
+            Some(msg) => msg,
+            None => {
+                let mut held = Held(zero, Some(&partner));
+                let msg = self.make();
+                held.1 = None;
+                msg
+            }
+        };
+        match zero.fill(&partner, msg) {
+            Ok(()) => {
+                self.result = Some(Ok(()));
+                // A waker that panicked goes on, now that the message is
+                // the receiver's.
+                crate::rendezvous::rethrow_deferred();
+                true
+            }
+            // The receiver gave up on it meanwhile: an ordinary try.
+            Err(msg) => self.try_send(msg),
+        }
+    }
+
+    /// Tries to send a made message; keeps it for the next attempt if the
+    /// channel is full.
+    #[inline]
+    fn try_send(&mut self, msg: T) -> bool {
         match self.tx.try_send(msg) {
             Ok(()) => self.result = Some(Ok(())),
             Err(TrySendError::Disconnected(msg)) => self.result = Some(Err(SendError(msg))),
@@ -502,10 +777,12 @@ impl<T, M: Mode, P: Protocol, F: FnOnce() -> T> Op for SendArm<'_, T, M, P, F> {
         }
         true
     }
+}
 
-    send_waiting!();
-
-    fn discard(&mut self) {}
+impl<T, M: Mode, P: Protocol, F> Drop for SendArm<'_, T, M, P, F> {
+    fn drop(&mut self) {
+        release_partner(self.tx, &mut self.partner);
+    }
 }
 
 /// A borrowed operation, as the macro hands its arms to [`run`].
@@ -622,7 +899,7 @@ impl Op for Removed {
         false
     }
     fn register(&mut self, _park: &dyn Park) {}
-    fn still_blocked(&self) -> bool {
+    fn still_blocked(&self, _own: Option<&Arc<Token>>) -> bool {
         true
     }
     fn unregister(&mut self, _retry: bool) {}
@@ -924,7 +1201,8 @@ fn block<L: OpList + ?Sized>(
             pick_where(ops, ready)
         }
     };
-    let mut chosen = find(registered.ops, &|op| !op.still_blocked());
+    let own = token.as_ref();
+    let mut chosen = find(registered.ops, &|op| !op.still_blocked(own));
     if chosen.is_none() {
         // Cancelled (unwinding) out of the park after a peer served one of
         // our rendezvous packets: the hand-off stands, as for a plain
@@ -933,11 +1211,21 @@ fn block<L: OpList + ?Sized>(
         if let Err(payload) = catch_unwind(AssertUnwindSafe(|| park.park(deadline))) {
             if let Some(token) = registered.token.take() {
                 let served = token.close().err();
-                registered.settle_packets(served);
                 if let Some(i) = served {
+                    // A send handed a partner lets it go; a reserved
+                    // receive gives up unless it was filled already.
+                    let completed = match registered.settle_packets(i) {
+                        PacketOutcome::Completed => true,
+                        PacketOutcome::Reserved => registered.await_fill(i, None, None),
+                        PacketOutcome::Partner | PacketOutcome::Nothing => false,
+                    };
                     registered.finish(None);
-                    crate::rendezvous::defer(payload);
-                    return Blocked::Completed(i);
+                    if completed {
+                        crate::rendezvous::defer(payload);
+                        return Blocked::Completed(i);
+                    }
+                } else {
+                    registered.settle_packets(usize::MAX);
                 }
             }
             resume_unwind(payload);
@@ -947,13 +1235,35 @@ fn block<L: OpList + ?Sized>(
         chosen = find(registered.ops, &|op| op.ready());
     }
     // Before anything completes, decide the token: either a peer served
-    // one of our packets (that operation is done), or none will.
+    // one of our packets (that operation is done, or about to be), or none
+    // will.
     if let Some(token) = registered.token.take() {
-        let served = token.close().err();
-        registered.settle_packets(served);
-        if let Some(i) = served {
-            registered.finish(None);
-            return Blocked::Completed(i);
+        if let Err(i) = token.close() {
+            match registered.settle_packets(i) {
+                PacketOutcome::Completed => {
+                    registered.finish(None);
+                    return Blocked::Completed(i);
+                }
+                // A receiver handed this send its packet: the retry, which
+                // starts with it, fills it.
+                PacketOutcome::Partner => {
+                    registered.finish(Some(i));
+                    return Blocked::Retry(Some(i));
+                }
+                // A select's send reserved this receive: wait for its
+                // message, registered nowhere (a wake-one meant for another
+                // operation is handed on, not swallowed by this wait).
+                PacketOutcome::Reserved => {
+                    registered.finish(None);
+                    if registered.await_fill(i, Some(park), deadline) {
+                        return Blocked::Completed(i);
+                    }
+                    return Blocked::Retry(None);
+                }
+                PacketOutcome::Nothing => {}
+            }
+        } else {
+            registered.settle_packets(usize::MAX);
         }
     }
     registered.finish(chosen);
@@ -981,13 +1291,26 @@ struct Registered<'o, L: OpList + ?Sized> {
 
 impl<L: OpList + ?Sized> Registered<'_, L> {
     /// Takes every rendezvous packet back; operation `served`'s keeps what
-    /// its packet got.
-    fn settle_packets(&mut self, served: Option<usize>) {
+    /// its packet got (`usize::MAX`: none was served). Returns what that
+    /// was.
+    fn settle_packets(&mut self, served: usize) -> PacketOutcome {
+        let mut outcome = PacketOutcome::Nothing;
         for i in 0..self.ops.count() {
             if let Some(op) = self.ops.get(i) {
-                op.settle_packet(served == Some(i));
+                let settled = op.settle_packet(served == i);
+                if served == i {
+                    outcome = settled;
+                }
             }
         }
+        outcome
+    }
+
+    /// Operation `i`'s [`Op::await_fill`].
+    fn await_fill(&mut self, i: usize, park: Option<&dyn Park>, deadline: Option<Instant>) -> bool {
+        self.ops
+            .get(i)
+            .is_some_and(|op| op.await_fill(park, deadline))
     }
 
     fn finish(&mut self, retry: Option<usize>) {
@@ -1003,10 +1326,10 @@ impl<L: OpList + ?Sized> Registered<'_, L> {
 impl<L: OpList + ?Sized> Drop for Registered<'_, L> {
     fn drop(&mut self) {
         if let Some(token) = self.token.take() {
-            // Unwinding: nothing completes, and a message a packet got
-            // anyway goes on to the next receiver.
+            // Unwinding: nothing completes, a message a packet got anyway
+            // goes on to the next receiver, and a partner is let go.
             let _ = token.close();
-            self.settle_packets(None);
+            self.settle_packets(usize::MAX);
         }
         if !self.done {
             self.finish(None);
@@ -1286,7 +1609,13 @@ impl<'a> Select<'a> {
     /// (rendezvous) channel, when a receiver waits.
     pub fn send<T, M: Mode, P: Protocol>(&mut self, tx: &'a Sender<T, M, P>) -> usize {
         let end = (tx as *const Sender<T, M, P> as *const (), Kind::Send);
-        self.add(Box::new(SendReady { tx, ticket: None }), &*tx.chan, end)
+        let op = SendReady {
+            partner: None,
+            tx,
+            ticket: None,
+            packet: None,
+        };
+        self.add(Box::new(op), &*tx.chan, end)
     }
 
     /// Removes the operation at `index` (indices of the others stay).
@@ -1604,7 +1933,31 @@ impl SelectedOperation<'_> {
             kind == Kind::Send && endpoint == tx as *const Sender<T, M, P> as *const (),
             "passed a sender that wasn't selected"
         );
+        // The operation's address, which is its partner's (`SendReady` is
+        // `repr(C)` with `partner` first).
+        let slot = (self.op as *mut (dyn Op + '_)).cast::<Option<Arc<Packet<T>>>>();
+        // SAFETY: the operation is a send (`Kind::Send`), so `Select::send`
+        // made it as a `SendReady` for the sender at `endpoint`, which the
+        // select borrows for its whole life, and whose first field (at
+        // `slot`) is its `Option<Arc<Packet<T'>>>`, `T'` being that
+        // sender's message type. `tx` is a live sender at the same address,
+        // so it is that sender and `T` is `T'` (as in `recv`). `self.op`
+        // is borrowed mutably, so nothing else touches the slot.
+        let partner = unsafe { (*slot).take() };
         self.done = true;
+        if let Some(partner) = partner {
+            let zero = tx.chan.zero().expect("a partner is on a rendezvous");
+            match zero.fill(&partner, msg) {
+                Ok(()) => {
+                    // A waker that panicked goes on, the message handed over.
+                    crate::rendezvous::rethrow_deferred();
+                    return Ok(());
+                }
+                // The receiver gave up on it meanwhile (a deadline, a
+                // dropped future): an ordinary send.
+                Err(msg) => return tx.send(msg),
+            }
+        }
         tx.send(msg)
     }
 }
