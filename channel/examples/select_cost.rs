@@ -7,6 +7,8 @@
 //!
 //! ```sh
 //! cargo run -p swco-channel --release --example select_cost
+//! # instructions of one one-thread run, for callgrind:
+//! valgrind --tool=callgrind target/release/examples/select_cost one-thread macro
 //! ```
 
 use std::hint::black_box;
@@ -124,6 +126,18 @@ fn report(what: &str, run: impl Fn(How) -> Duration) {
 }
 
 fn main() {
+    // `select_cost one-thread recv|macro|struct`: one run of the one-thread
+    // workload (`cas`) and nothing else, for callgrind's instruction count.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("one-thread") {
+        let how = match args.get(1).map(String::as_str) {
+            Some("macro") => How::Macro,
+            Some("struct") => How::Struct,
+            _ => How::Recv,
+        };
+        one_thread::<swco_channel::Cas>(how);
+        return;
+    }
     report("cross-thread, cas", cross_thread::<swco_channel::Cas>);
     report("cross-thread, updt", cross_thread::<Updt>);
     report("one thread, cas", one_thread::<swco_channel::Cas>);

@@ -395,13 +395,17 @@ impl<T, M: Mode, P: Protocol> Receiver<T, M, P> {
     ///
     /// # Errors
     ///
-    /// Never blocks.
+    /// Never blocks waiting for a sender. On a zero-capacity channel, a
+    /// sender found waiting in a select whose message is made only once
+    /// chosen (a `Select` send, or a `select!` send) is met, as in crossbeam
+    /// and Go: this then waits (parks; in a coroutine, suspends) while that
+    /// select makes its message and hands it over.
     ///
     /// * [`TryRecvError::Empty`] if there is no message now and some sender
     ///   remains (a sender that has claimed a slot but not yet written it is
     ///   waited for briefly, by spinning, not reported as `Empty`). On a
     ///   zero-capacity channel: if no sender is waiting to hand a message
-    ///   over at this moment.
+    ///   over at this moment (or the select met let it go unsent).
     /// * [`TryRecvError::Disconnected`] if the channel is empty and every
     ///   sender is gone. Messages sent before that are still received first.
     pub fn try_recv(&self) -> Result<T, TryRecvError> {

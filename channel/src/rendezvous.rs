@@ -38,17 +38,51 @@
 //! 4. **Disconnection** stores the side's flag, then dismisses every packet
 //!    of the other side under the lock. A party checks the flag under the
 //!    same lock before queuing, so it either sees the flag or is dismissed.
-//! 5. **A select waits with one packet per rendezvous receive**, all
+//! 5. **A select waits with one packet per rendezvous operation**, all
 //!    sharing one [`Token`]. A peer that pops such a packet first decides
 //!    the token for it; if the token was already decided (the select
 //!    completed another operation, or another peer served another of its
 //!    packets), the packet is stale: the peer marks it `DISMISSED` and
 //!    moves on. The select decides the token itself (`CLOSED`) before it
 //!    completes anything else, so at most one of its operations completes.
+//!    Its own packets are no partner of its other operations
+//!    ([`Rendezvous::has_peers_locked`] skips them), so a select with a
+//!    send and a receive on one channel never meets itself.
 //! 6. **Add-only friendly.** The lock is the protocol's lock (an add-only
 //!    claim for `Updt`), and the only words read outside it are
 //!    [`UpdtCell`]s (loads and stores), so an `Updt` rendezvous channel
 //!    uses no CAS, swap or fetch-and-add-with-result.
+//!
+//! 7. **A selected send owns its partner** (crossbeam's and Go's
+//!    semantics). A select's send has no message when it is chosen (a
+//!    `Select` send gets it from `SelectedOperation::send`, a `select!`
+//!    send makes it only once chosen), yet the receiver that made it ready
+//!    must be the one that gets it: else `select!{send(s, r.recv()?)}`, or
+//!    two selects each with a send and a receive on one channel, hang with
+//!    the chosen receiver served by somebody else. So:
+//!    * a select's send that finds a receiver waiting *reserves* it
+//!      ([`Rendezvous::reserve`]): the packet leaves its queue (its token,
+//!      if any, decided for it) and is `RESERVED`; a framed packet cannot
+//!      be (its owner must be free to give up, and its frame would then be
+//!      gone), so the reservation *moves* to a shared packet made with the
+//!      same waker, and the framed one is settled `MOVED`, naming it;
+//!    * a receiver that meets a blocked select's message-less send packet
+//!      serves it by handing over a reserved packet of its own (its
+//!      `partner`), on which it then waits;
+//!    * the holder [`fill`](Rendezvous::fill)s the reserved packet (`DONE`)
+//!      or [`release`](Rendezvous::release)s it (`RETRY`: its owner
+//!      arrives again, nothing received); its owner may give up on it at a
+//!      deadline, when dropped or unwinding (`ABANDONED`, under the lock),
+//!      and the holder's fill then fails and it sends as an unreserved
+//!      send would. Every change of a reserved packet's state is made
+//!      under the lock, so exactly one of fill, release and give-up takes
+//!      effect. A reserved packet is shared (reference-counted), so
+//!      neither party's leaving frees it under the other.
+//!
+//!    A `try_recv` that meets a message-less select send waits (parks) for
+//!    the select to wake and make its message, as crossbeam's does: the
+//!    select was chosen, and letting it go would make a try that cannot
+//!    see a blocked select's send, which two selecting parties need.
 
 use std::any::Any;
 use std::cell::Cell;
@@ -210,8 +244,30 @@ pub(crate) struct Packet<T> {
     /// message-less send packet, the receiver's that served it; on a framed
     /// receiver's packet settled `MOVED`, the shared one its reservation
     /// moved to. Written under the lock before the state leaves `WAITING`,
-    /// taken by the owner after.
-    partner: UnsafeCell<Option<Arc<Packet<T>>>>,
+    /// taken by the owner after. Held as `Arc::into_raw` (null: none), so
+    /// that dropping a packet with none (a blocking `wait`'s, every hop)
+    /// is one test, not the drop of an `Option<Arc>`.
+    partner: UnsafeCell<*const Packet<T>>,
+}
+
+impl<T> Drop for Packet<T> {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: `&mut self`: ours alone.
+        if !self.partner.with(|p| unsafe { *p }).is_null() {
+            self.drop_partner();
+        }
+    }
+}
+
+impl<T> Packet<T> {
+    /// Out of line: a packet dropped with a partner is a select's that
+    /// unwound, never a hop's.
+    #[cold]
+    #[inline(never)]
+    fn drop_partner(&self) {
+        drop(self.take_partner());
+    }
 }
 
 // SAFETY: the cells are touched under the rendezvous lock, or by the owner
@@ -229,15 +285,18 @@ impl<T> Packet<T> {
             msg: UnsafeCell::new(msg),
             waker: UnsafeCell::new(waker),
             token: None,
-            partner: UnsafeCell::new(None),
+            partner: UnsafeCell::new(std::ptr::null()),
         }
     }
 
     /// A packet shared with its owner (a future, a select, a re-offer).
     fn new(msg: Option<T>, waker: Waker, token: Option<(Arc<Token>, usize)>) -> Arc<Self> {
         Arc::new(Packet {
+            state: UpdtCell::new(WAITING),
+            msg: UnsafeCell::new(msg),
+            waker: UnsafeCell::new(PacketWaker::owned(waker)),
             token,
-            ..Packet::framed(msg, PacketWaker::owned(waker))
+            partner: UnsafeCell::new(std::ptr::null()),
         })
     }
 
@@ -254,7 +313,22 @@ impl<T> Packet<T> {
     pub(crate) fn take_partner(&self) -> Option<Arc<Packet<T>>> {
         // SAFETY: as in `take_settled`: written under the lock before the
         // state left WAITING, which our caller loaded (Acquire).
-        self.partner.with_mut(|p| unsafe { (*p).take() })
+        let raw = self
+            .partner
+            .with_mut(|p| unsafe { std::mem::replace(&mut *p, std::ptr::null()) });
+        // SAFETY: a non-null pointer came from `Arc::into_raw` in
+        // `set_partner`, and is taken back once (it was just replaced).
+        (!raw.is_null()).then(|| unsafe { Arc::from_raw(raw) })
+    }
+
+    /// Names the packet this one leads to (invariant 7).
+    ///
+    /// # Safety
+    /// Under the lock, on a packet still `WAITING` with no partner.
+    unsafe fn set_partner(&self, partner: Arc<Packet<T>>) {
+        // SAFETY: our caller's contract: nobody else touches the cell.
+        self.partner
+            .with_mut(|p| unsafe { *p = Arc::into_raw(partner) });
     }
 
     /// A receiver's packet, shared, already reserved (invariant 7).
@@ -362,10 +436,6 @@ pub(crate) enum Arrival<T> {
     /// this reserved packet for the select to fill it (invariant 7).
     Partner(Arc<Packet<T>>),
 }
-
-/// A peer served under the lock, to wake once it is released; with the
-/// partner a receiver waits on if the peer was a select's message-less send.
-type ServedPeer<T> = (Entry<T>, Option<Arc<Packet<T>>>);
 
 /// What a select's send found to reserve ([`Rendezvous::reserve`]).
 pub(crate) enum Reservation<T> {
@@ -629,6 +699,7 @@ impl<T, L: RawLock> Rendezvous<T, L> {
     ) -> Arrival<T> {
         let mut msg = msg;
         let mut wait = wait;
+        let mut partner = None;
         let served = self.locked(|q| {
             // A receiver that meets a select's message-less send waits for
             // it on a packet of its own, with the waker it would queue with
@@ -637,7 +708,8 @@ impl<T, L: RawLock> Rendezvous<T, L> {
                 Some(make_waker) => make_waker(),
                 None => no_waker(),
             };
-            if let Some(peer) = self.serve_locked(q, side, &mut msg, partner_waker) {
+            if let Some(peer) = self.serve_locked(q, side, &mut msg, (partner_waker, &mut partner))
+            {
                 return Ok(peer);
             }
             if other_gone() {
@@ -656,7 +728,7 @@ impl<T, L: RawLock> Rendezvous<T, L> {
             Err(Some(packet))
         });
         match served {
-            Ok((peer, partner)) => {
+            Ok(peer) => {
                 peer.wake_served();
                 match partner {
                     Some(partner) => Arrival::Partner(partner),
@@ -678,16 +750,18 @@ impl<T, L: RawLock> Rendezvous<T, L> {
     /// A receiver that meets a select's send with no message yet (a
     /// `Select` send, or a `select!` send whose message is not made) cannot
     /// take one: it hands the select a reserved packet of its own, made with
-    /// `partner_waker`, to fill once it wakes, and gets that packet back
-    /// beside the entry (invariant 7).
+    /// the waker `partner.0` makes, to fill once it wakes, and finds that
+    /// packet in `partner.1` (invariant 7). (An out-parameter, not a part
+    /// of the result: every hop returns its entry, and a wider result costs
+    /// each one.)
     #[inline(always)]
     fn serve_locked(
         &self,
         q: &mut Queues<T>,
         side: Side,
         msg: &mut Option<T>,
-        partner_waker: impl FnOnce() -> Waker,
-    ) -> Option<ServedPeer<T>> {
+        partner: (impl FnOnce() -> Waker, &mut Option<Arc<Packet<T>>>),
+    ) -> Option<Entry<T>> {
         let peers = q.of(side.other());
         if peers.is_empty() {
             return None;
@@ -704,14 +778,14 @@ impl<T, L: RawLock> Rendezvous<T, L> {
                 // SAFETY: under the lock, on a packet still WAITING.
                 let empty = packet.msg.with(|m| unsafe { (*m).is_none() });
                 if side == Side::Recv && empty {
-                    let partner = Packet::reserved(partner_waker());
+                    let (make_waker, slot) = partner;
+                    let reserved = Packet::reserved(make_waker());
                     // SAFETY: as above; the owner takes it once DONE.
-                    packet
-                        .partner
-                        .with_mut(|p| unsafe { *p = Some(partner.clone()) });
+                    unsafe { packet.set_partner(reserved.clone()) };
+                    *slot = Some(reserved);
                     peer.settle(DONE);
                     self.store_len(q, side.other());
-                    return Some((peer, Some(partner)));
+                    return Some(peer);
                 }
             }
             // SAFETY: under the lock, on a packet still WAITING (a queued
@@ -726,7 +800,7 @@ impl<T, L: RawLock> Rendezvous<T, L> {
             // (Acquire).
             peer.settle(DONE);
             self.store_len(q, side.other());
-            return Some((peer, None));
+            return Some(peer);
         }
         // Only stale packets were there.
         self.store_len(q, side.other());
@@ -790,9 +864,7 @@ impl<T, L: RawLock> Rendezvous<T, L> {
                         let waker = packet.waker.with(|w| unsafe { (**w).clone() });
                         let partner = Packet::reserved(waker);
                         // SAFETY: as above; the owner takes it once MOVED.
-                        packet
-                            .partner
-                            .with_mut(|p| unsafe { *p = Some(partner.clone()) });
+                        unsafe { packet.set_partner(partner.clone()) };
                         packet.state.store(MOVED, Ordering::Release);
                         partner
                     }
@@ -1042,58 +1114,44 @@ impl<T, L: RawLock> Rendezvous<T, L> {
         deadline: Option<Instant>,
         chan: &impl Peers,
     ) -> Result<Option<T>, (Option<T>, bool)> {
-        let mut msg = msg;
-        loop {
-            // A receiver a select's send reserved (or that met a select's
-            // message-less send) waits on a shared packet for the message
-            // (invariant 7); let go, it arrives again.
-            let partner = match self.wait_framed(side, msg, park, deadline, chan) {
-                Framed::Over(outcome) => return outcome,
-                Framed::Partner(partner) => partner,
-            };
-            match self.wait_filled(&partner, park, deadline) {
-                Filled::Got(got) => return Ok(Some(got)),
-                Filled::GaveUp => return Err((None, !chan.gone(side))),
-                Filled::Released => msg = None,
-            }
-        }
-    }
-
-    /// [`wait`](Self::wait) with the packet in this frame.
-    #[inline(always)]
-    fn wait_framed(
-        &self,
-        side: Side,
-        msg: Option<T>,
-        park: &dyn Park,
-        deadline: Option<Instant>,
-        chan: &impl Peers,
-    ) -> Framed<T> {
         let other_gone = || chan.gone(side);
+        // A park that lends its waker saves the reference count a waker of
+        // its own would move twice per block; one that does not makes one,
+        // kept here, beside the packet, rather than in it.
+        let owned;
         let waker = match park.waker_ref() {
-            // SAFETY: the park lends it for as long as it is borrowed, which
-            // is the whole of this call, and the packet it goes in is framed
-            // here: out of its queue, and no longer read by any peer, before
-            // this call returns or unwinds (invariant 3).
-            Some(lent) => unsafe { PacketWaker::lent(lent) },
-            None => PacketWaker::owned(park.waker()),
+            Some(lent) => lent,
+            None => {
+                owned = park.waker();
+                &owned
+            }
         };
+        // SAFETY: the waker is the park's (lent for as long as it is
+        // borrowed, which is the whole of this call) or `owned` (declared
+        // before the packet, so dropped after it), and the packet it goes
+        // in is framed here: out of its queue, and no longer read by any
+        // peer, before this call returns or unwinds (invariant 3).
+        let waker = unsafe { PacketWaker::lent(waker) };
         // Made before the lock, in this frame, which it does not leave: a
-        // peer reaches it only through its queue (invariant 3).
-        let packet = &Packet::framed(msg, waker);
+        // peer reaches it only through its queue (invariant 3). Never
+        // dropped: on every way out its message was taken (or, unwinding, a
+        // sender's copy is forgotten anyway), its waker is lent, and it has
+        // no token and no partner left (`look` takes a moved packet's), so
+        // there is nothing to drop, and a hop pays no drop glue for it.
+        let packet = &*ManuallyDrop::new(Packet::framed(msg, waker));
+        let mut partner = None;
         let met = self.locked(
             #[inline(always)]
             |q| {
                 let served = packet.msg.with_mut(|m| {
                     // SAFETY: the packet is not queued yet: ours alone.
                     let msg = unsafe { &mut *m };
-                    self.serve_locked(q, side, msg, || {
-                        // SAFETY: as above.
-                        packet.waker.with(|w| unsafe { (**w).clone() })
-                    })
+                    // SAFETY: as above.
+                    let waker = || packet.waker.with(|w| unsafe { (**w).clone() });
+                    self.serve_locked(q, side, msg, (waker, &mut partner))
                 });
-                if let Some((peer, partner)) = served {
-                    return Met::Served(peer, partner);
+                if let Some(peer) = served {
+                    return Met::Served(peer);
                 }
                 if other_gone() {
                     return Met::Gone;
@@ -1108,14 +1166,14 @@ impl<T, L: RawLock> Rendezvous<T, L> {
         );
         let watched = match met {
             // Served at once: a receiver's message is in its packet now.
-            Met::Served(peer, partner) => {
+            Met::Served(peer) => {
                 peer.wake_served();
-                return match partner {
-                    Some(partner) => Framed::Partner(partner),
-                    None => Framed::Over(Ok(packet.take_settled())),
-                };
+                if let Some(partner) = partner {
+                    return self.wait_partner(partner, park, deadline, chan);
+                }
+                return Ok(packet.take_settled());
             }
-            Met::Gone => return Framed::Over(Err((packet.take_settled(), false))),
+            Met::Gone => return Err((packet.take_settled(), false)),
             Met::Queued { watched } => watched,
         };
         // Whatever happens from here (a panicking waker in `notify`, an
@@ -1160,7 +1218,7 @@ impl<T, L: RawLock> Rendezvous<T, L> {
                 match settled {
                     Settled::Done(got) => {
                         defer(payload);
-                        return Framed::Over(Ok(got));
+                        return Ok(got);
                     }
                     settled => {
                         // A sender's copy is the caller's duplicate.
@@ -1175,27 +1233,39 @@ impl<T, L: RawLock> Rendezvous<T, L> {
         // Settled: out of its queue, no mark left.
         let mut guard = guard;
         guard.armed = false;
-        Framed::Over(match settled {
+        match settled {
             Settled::Done(got) => Ok(got),
             // Reserved by a select's send: wait on the shared packet (past
             // the deadline, it gives up there).
-            Settled::Moved(partner) => return Framed::Partner(partner),
+            Settled::Moved(partner) => self.wait_partner(partner, park, deadline, chan),
             // Withdrawn at the deadline (or dismissed just then).
             Settled::Dismissed(back) if !other_gone() => Err((back, true)),
             Settled::Dismissed(back) => Err((back, false)),
             Settled::Waiting | Settled::Retry | Settled::Reserved => {
                 unreachable!("a framed packet is never reserved itself")
             }
-        })
+        }
     }
-}
 
-/// How [`Rendezvous::wait_framed`] ended.
-enum Framed<T> {
-    /// As [`Rendezvous::wait`] returns.
-    Over(Result<Option<T>, (Option<T>, bool)>),
-    /// A receiver goes on waiting on this reserved packet (invariant 7).
-    Partner(Arc<Packet<T>>),
+    /// The rest of a blocking receive that a select's send reserved, or
+    /// that met a select's message-less send (invariant 7): waits on the
+    /// shared packet for the message; let go unsent, arrives again, as a
+    /// new receive. Out of line: no hop between plain parties comes here.
+    #[cold]
+    #[inline(never)]
+    fn wait_partner(
+        &self,
+        partner: Arc<Packet<T>>,
+        park: &dyn Park,
+        deadline: Option<Instant>,
+        chan: &impl Peers,
+    ) -> Result<Option<T>, (Option<T>, bool)> {
+        match self.wait_filled(&partner, park, deadline) {
+            Filled::Got(got) => Ok(Some(got)),
+            Filled::GaveUp => Err((None, !chan.gone(Side::Recv))),
+            Filled::Released => self.wait(Side::Recv, None, park, deadline, chan),
+        }
+    }
 }
 
 /// What a blocking [`Rendezvous::wait`] needs of its channel, about the
@@ -1217,8 +1287,8 @@ pub(crate) trait Peers {
 /// What a blocking `wait` found under the lock.
 enum Met<T> {
     /// A peer of the other side, served (a receiver that met a select's
-    /// message-less send: with the partner it waits on).
-    Served(Entry<T>, Option<Arc<Packet<T>>>),
+    /// message-less send then waits on the partner it handed over).
+    Served(Entry<T>),
     /// Nobody, and the other side is gone.
     Gone,
     /// Nobody: the packet is queued; `watched` if a select or future of the
@@ -1236,15 +1306,24 @@ struct StaysQueued<'a, T, L: RawLock> {
 }
 
 impl<T, L: RawLock> Drop for StaysQueued<'_, T, L> {
+    #[inline]
     fn drop(&mut self) {
         if self.armed {
-            // A message it got or still held is dropped with the frame: the
-            // caller is unwinding, as a panic in a blocking send or receive
-            // always did.
-            if let Settled::Moved(partner) = self.rendezvous.withdraw(self.side, self.packet) {
-                drop(self.rendezvous.give_up(self.side, &partner));
-            }
+            // Its fields, not `self`: a guard passed by reference would have
+            // to live in memory on every hop.
+            leave(self.rendezvous, self.side, self.packet);
         }
+    }
+}
+
+/// [`StaysQueued`]'s work: a message the packet got or still held is
+/// dropped with the frame (the caller is unwinding, as a panic in a
+/// blocking send or receive always did).
+#[cold]
+#[inline(never)]
+fn leave<T, L: RawLock>(rendezvous: &Rendezvous<T, L>, side: Side, packet: &Packet<T>) {
+    if let Settled::Moved(partner) = rendezvous.withdraw(side, packet) {
+        drop(rendezvous.give_up(side, &partner));
     }
 }
 

@@ -23,8 +23,9 @@
 //! 2. if none succeeds (and it may block), spins a little where the park
 //!    context says that is worth it (threads, or a coroutine with nothing
 //!    else to run), like a blocking `recv`;
-//! 3. then registers on every involved channel's waiter list with the
-//!    current park context ([`hook::with_current`]), issues
+//! 3. then (after queuing its rendezvous packets, below) registers on
+//!    every involved channel's waiter list with the current park context
+//!    ([`hook::with_current`]), issues
 //!    `fence(SeqCst)`, re-checks every operation, and parks only if all of
 //!    them are still blocked: the same register / fence / re-check as a
 //!    blocking `send` or `recv` (invariant 3 of `chan.rs`), so no wake-up is
@@ -43,17 +44,32 @@
 //!
 //! On a zero-capacity channel a receive is ready when a sender waits in the
 //! rendezvous, and a send when a receiver does. A blocked select also waits
-//! *in* the rendezvous for each of its receives, with a packet per receive,
-//! all sharing one token, queued in a random order (a sender serves the
-//! first packet it finds, so the order chooses among several receives on
-//! one channel): a sender that arrives (a thread, a coroutine, a future,
-//! or another select's send) decides the token for the packet it serves,
-//! and the select decides it for itself before it completes anything else,
-//! so exactly one operation completes (`rendezvous.rs`, invariant 5). Sends
-//! do not wait in the rendezvous (a `Select` send has no message yet), so
-//! two selects meet through the receiving one's packet; `ready` does not
-//! queue packets (a served packet consumes). A biased select queues its
-//! packets in the order of its operations.
+//! *in* the rendezvous for each of its operations, with a packet each, all
+//! sharing one token, queued in a random order (a peer serves the first
+//! packet it finds, so the order chooses among several operations on one
+//! channel): a peer that arrives (a thread, a coroutine, a future, or
+//! another select) decides the token for the packet it serves, and the
+//! select decides it for itself before it completes anything else, so
+//! exactly one operation completes (`rendezvous.rs`, invariant 5). A
+//! send's packet holds its message if it is made; else (a `Select` send,
+//! or a `select!` send whose message is made only once chosen) the
+//! receiver that serves it hands the select a packet of its own and waits
+//! there while the select wakes, makes the message and fills it, so that a
+//! blocked select's send is seen by every receive, `try_recv` and readiness
+//! included. The packets are queued before the select registers on the
+//! waiter lists: queuing one wakes a waiter of the other side, which must
+//! not be the select itself; and the select's own packets are no partner
+//! of its operations. `ready` queues no packets (a served packet
+//! consumes). A biased select queues its packets in the order of its
+//! operations.
+//!
+//! A send chosen on a zero-capacity channel owns the receiver that made it
+//! ready, as in crossbeam and Go: it is *reserved* (taken out of its queue)
+//! until the send fills it, or lets it go (a dropped
+//! [`SelectedOperation`], a message expression that panics: the receiver
+//! then waits on as before). So `select!{send(s, r.recv().unwrap()) -> ..}`
+//! sends to the receiver that was waiting when it was chosen, whoever
+//! else arrives while the message is made (`rendezvous.rs`, invariant 7).
 //!
 //! # Exactly once
 //!
@@ -1164,11 +1180,6 @@ fn block<L: OpList + ?Sized>(
         done: false,
         token: token.clone(),
     };
-    for i in 0..n {
-        if let Some(op) = registered.ops.get(i) {
-            op.register(park);
-        }
-    }
     if let Some(token) = &token {
         // A sender serves the first packet it finds, so where several
         // receives of this select wait on one channel, the queue order
@@ -1189,6 +1200,14 @@ fn block<L: OpList + ?Sized>(
             if let Some(op) = registered.ops.get(i) {
                 op.queue_packet(park, token, i);
             }
+        }
+    }
+    // Registered after the packets are queued: queuing one wakes a waiter
+    // of the other side, which must not be this select (a select with a
+    // send and a receive on one channel would wake itself, and spin).
+    for i in 0..n {
+        if let Some(op) = registered.ops.get(i) {
+            op.register(park);
         }
     }
     fence(Ordering::SeqCst);
@@ -1606,7 +1625,10 @@ impl<'a> Select<'a> {
 
     /// Adds a send on `tx`; returns its index. It is selected when the
     /// channel has room (or every receiver is gone); on a zero-capacity
-    /// (rendezvous) channel, when a receiver waits.
+    /// (rendezvous) channel, when a receiver waits, which it then holds for
+    /// [`SelectedOperation::send`]. A blocked select waits in the
+    /// rendezvous for it too, so any receiver (a `try_recv` included) can
+    /// meet it.
     pub fn send<T, M: Mode, P: Protocol>(&mut self, tx: &'a Sender<T, M, P>) -> usize {
         let end = (tx as *const Sender<T, M, P> as *const (), Kind::Send);
         let op = SendReady {
@@ -1905,7 +1927,16 @@ impl SelectedOperation<'_> {
     /// Completes a selected send: sends `msg` on `tx`, or gives it back if
     /// every receiver is gone.
     ///
-    /// The send was selected because the channel had room. On a side with
+    /// On a zero-capacity (rendezvous) channel the send was selected
+    /// holding the receiver that made it ready (reserved: no other sender
+    /// can serve it meanwhile), and `msg` goes to that receiver, as in
+    /// crossbeam and Go; it does not block. If that receiver gave up in
+    /// between (a `recv_timeout` whose deadline passed, a dropped receive
+    /// future), this sends as [`Sender::send`] does. Dropping the
+    /// `SelectedOperation` instead lets the receiver go, still waiting.
+    ///
+    /// On a channel with capacity, the send was selected because the
+    /// channel had room. On a side with
     /// one sender (`spsc`, `spmc`) that room cannot vanish before this call,
     /// and it does not block. On a side with several senders (`mpsc`,
     /// `mpmc`) another sender may take the room in between; then this waits

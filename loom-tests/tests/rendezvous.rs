@@ -13,7 +13,9 @@ use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 
 use common::Tracked;
 use loom::thread;
-use swco_channel::{bounded_in, select, Cas, Mode, Mpmc, Protocol, Spsc, Updt};
+use swco_channel::{
+    bounded_in, select, Cas, Mode, Mpmc, Protocol, Select, Spsc, TryRecvError, Updt,
+};
 
 /// Two messages through a rendezvous: the sender's second send can only
 /// start once the receiver took the first, so both sides block in turn.
@@ -186,4 +188,168 @@ model!(
     updt_select_meets_a_select_in_a_rendezvous,
     3,
     select_meets_a_select::<Updt>()
+);
+
+// ---- a select's send waits in the rendezvous, and reserves its partner ----
+
+/// A select blocked on a rendezvous send is visible to the other side's
+/// readiness and to a non-blocking receive (crossbeam's and Go's
+/// semantics): a `Select` waiting for a receive to be ready wakes once the
+/// sending select has queued its packet, and a `try_recv` then meets that
+/// packet and gets the message, which the select makes (or sends through
+/// its `SelectedOperation`) once it wakes. A readiness probe that misses
+/// the packet and is not woken leaves both parked, and a `try_recv` that
+/// never sees the packet spins past loom's branch bound: both fail.
+fn try_recv_meets_a_blocked_select_send<P: Protocol>(use_macro: bool) {
+    let (tx, rx) = bounded_in::<u32, Mpmc, P>(0);
+    let sender = thread::spawn(move || {
+        if use_macro {
+            select! {
+                send(tx, 7) -> res => res.expect("the receiver is alive"),
+            }
+        } else {
+            let mut sel = Select::new();
+            sel.send(&tx);
+            let oper = sel.select();
+            oper.send(&tx, 7).expect("the receiver is alive");
+        }
+        tx
+    });
+    let mut ready = Select::new();
+    ready.recv(&rx);
+    assert_eq!(ready.ready(), 0);
+    drop(ready);
+    // A select woken spuriously takes its packet back while it looks
+    // again (loom's parkers may wake once spuriously), so the try may miss
+    // it once; the select queues it again.
+    let got = loop {
+        match rx.try_recv() {
+            Ok(got) => break got,
+            Err(TryRecvError::Empty) => thread::yield_now(),
+            Err(e) => panic!("{e:?}"),
+        }
+    };
+    assert_eq!(got, 7, "the select's send met the try");
+    let tx = sender.join().unwrap();
+    assert!(tx.try_send(8).is_err(), "no stale packet");
+    drop(rx);
+}
+
+/// A select with a send and a receive on one rendezvous channel, met by a
+/// plain blocking receive (`recv_from_it`) or send: the select parks until
+/// then (its own packets are no partner of its operations, so its re-check
+/// finds nothing and it does not spin: a spinning select runs past loom's
+/// branch bound), and exactly one hand-off happens, with the other party.
+fn select_with_both_sides_meets_a_party<P: Protocol>(recv_from_it: bool) {
+    let (tx, rx) = bounded_in::<u32, Mpmc, P>(0);
+    let (tx2, rx2) = (tx.clone(), rx.clone());
+    let selector = thread::spawn(move || {
+        let outcome = select! {
+            recv(rx2) -> v => Err(v.expect("a sender is alive")),
+            send(tx2, 1) -> res => Ok(res.expect("a receiver is alive")),
+        };
+        (outcome, tx2, rx2)
+    });
+    if recv_from_it {
+        assert_eq!(rx.recv(), Ok(1));
+    } else {
+        tx.send(2).expect("the select receives");
+    }
+    let (outcome, tx2, rx2) = selector.join().unwrap();
+    if recv_from_it {
+        assert_eq!(outcome, Ok(()), "the select sent");
+    } else {
+        assert_eq!(outcome, Err(2), "the select received");
+    }
+    assert!(tx.try_send(3).is_err(), "no stale packet");
+    assert!(rx.try_recv().is_err(), "no stale packet");
+    drop((tx2, rx2));
+}
+
+/// A future that polls once, then is dropped.
+fn poll_once<F: std::future::Future>(f: F) -> std::task::Poll<F::Output> {
+    struct Nobody;
+    impl std::task::Wake for Nobody {
+        fn wake(self: std::sync::Arc<Self>) {}
+    }
+    let waker = std::task::Waker::from(std::sync::Arc::new(Nobody));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut f = std::pin::pin!(f);
+    f.as_mut().poll(&mut cx)
+}
+
+/// The reservation's give-up: a `Select` send reserves the receiver that
+/// made it ready, a pending receive future, which is dropped (its owner
+/// gives up on it) while reserved. The send must then go to the receiver
+/// that comes next (a blocking `recv`), not into the abandoned packet: a
+/// fill that ignores the give-up loses the message and leaves that
+/// `recv` parked for ever, a deadlock loom reports.
+fn reserved_receiver_gives_up<P: Protocol>() {
+    let (tx, rx) = bounded_in::<u32, Mpmc, P>(0);
+    let receiver = thread::spawn(move || {
+        // Pending (queued), or served at once by the select's packet.
+        if let std::task::Poll::Ready(got) = poll_once(rx.recv_async()) {
+            return (got, rx);
+        }
+        (rx.recv(), rx)
+    });
+    let mut sel = Select::new();
+    sel.send(&tx);
+    let oper = sel.select();
+    oper.send(&tx, 9).expect("the receiver is alive");
+    let (got, rx) = receiver.join().unwrap();
+    assert_eq!(got, Ok(9), "delivered exactly once");
+    assert!(tx.try_send(10).is_err(), "no stale packet");
+    drop(rx);
+}
+
+model!(
+    cas_try_recv_meets_a_blocked_select_send,
+    3,
+    try_recv_meets_a_blocked_select_send::<Cas>(true)
+);
+model!(
+    updt_try_recv_meets_a_blocked_select_send,
+    3,
+    try_recv_meets_a_blocked_select_send::<Updt>(true)
+);
+model!(
+    cas_try_recv_meets_a_blocked_select_builder_send,
+    3,
+    try_recv_meets_a_blocked_select_send::<Cas>(false)
+);
+model!(
+    updt_try_recv_meets_a_blocked_select_builder_send,
+    3,
+    try_recv_meets_a_blocked_select_send::<Updt>(false)
+);
+model!(
+    cas_select_with_both_sides_sends_to_a_receiver,
+    3,
+    select_with_both_sides_meets_a_party::<Cas>(true)
+);
+model!(
+    updt_select_with_both_sides_sends_to_a_receiver,
+    3,
+    select_with_both_sides_meets_a_party::<Updt>(true)
+);
+model!(
+    cas_select_with_both_sides_receives_from_a_sender,
+    3,
+    select_with_both_sides_meets_a_party::<Cas>(false)
+);
+model!(
+    updt_select_with_both_sides_receives_from_a_sender,
+    3,
+    select_with_both_sides_meets_a_party::<Updt>(false)
+);
+model!(
+    cas_reserved_receiver_gives_up,
+    3,
+    reserved_receiver_gives_up::<Cas>()
+);
+model!(
+    updt_reserved_receiver_gives_up,
+    3,
+    reserved_receiver_gives_up::<Updt>()
 );
