@@ -1,7 +1,9 @@
-//! A select that sends on a zero-capacity (rendezvous) channel waits on the
+//! A select that sends on a zero-capacity (rendezvous) channel waits in the
+//! rendezvous (a packet of its own, where any receiver meets it) and on the
 //! channel's senders' waiter list for a receiver to appear; a blocking
 //! receive that queues its packet looks at that list under the rendezvous
-//! lock and wakes the select (the select's re-check takes the same lock).
+//! lock and wakes what waits there (the select's re-check takes the same
+//! lock).
 //! Coroutines on two executors and a thread, both protocols, every message
 //! exactly once. A lost wake-up would hang, so the scenario runs in a child
 //! process.
@@ -106,10 +108,11 @@ impl swco_channel::hook::Park for PanickingPark {
     }
 }
 
-/// A blocking receive that queues its packet and then wakes a select whose
-/// waker panics: the receive unwinds with that panic, and its packet (in
-/// its frame) leaves the rendezvous first, so the next send finds no
-/// receiver rather than a dead frame.
+/// A blocking receive that queues its packet and then wakes a readiness
+/// probe (a `Select` waiting for its send to be ready, registered on the
+/// senders' waiter list) whose waker panics: the receive unwinds with that
+/// panic, and its packet (in its frame) leaves the rendezvous first, so the
+/// next send finds no receiver rather than a dead frame.
 fn a_panicking_select_waker_leaves_no_receiver_queued<P: Protocol>() {
     let (tx, rx) = mpmc::bounded_with::<u64, P>(0);
     let (parked_tx, parked) = std::sync::mpsc::channel();
@@ -117,10 +120,11 @@ fn a_panicking_select_waker_leaves_no_receiver_queued<P: Protocol>() {
         let tx = tx.clone();
         thread::spawn(move || {
             swco_channel::hook::set_current(Some(std::rc::Rc::new(PanickingPark(parked_tx))));
-            select! {
-                send(tx, 1) -> res => res.expect("the receiver is alive"),
-                default(std::time::Duration::from_millis(300)) => {}
-            }
+            let mut sel = swco_channel::Select::new();
+            sel.send(&tx);
+            // Ready or not by its deadline: the receive that made it ready
+            // has left again.
+            let _ = sel.ready_timeout(std::time::Duration::from_millis(300));
         })
     };
     parked.recv().expect("the select parked");
@@ -137,10 +141,53 @@ fn a_panicking_select_waker_leaves_no_receiver_queued<P: Protocol>() {
     selector.join().expect("the select timed out");
 }
 
+/// A blocked select's send waits in the rendezvous, message-less; a
+/// blocking receive meets it there and wakes it, and the select's waker
+/// panics. The receive was chosen: it gets the message the select then
+/// makes (the hand-off stands, as for any receive whose peer's waker
+/// panics), and the panic goes on at its thread's next blocking operation.
+fn a_panicking_select_waker_defers_in_a_receive_that_met_it<P: Protocol>() {
+    let (tx, rx) = mpmc::bounded_with::<u64, P>(0);
+    let (parked_tx, parked) = std::sync::mpsc::channel();
+    let selector = {
+        let tx = tx.clone();
+        thread::spawn(move || {
+            swco_channel::hook::set_current(Some(std::rc::Rc::new(PanickingPark(parked_tx))));
+            select! {
+                send(tx, 1) -> res => res.expect("the receiver is alive"),
+                default(std::time::Duration::from_millis(300)) => panic!("a receiver met the send"),
+            }
+        })
+    };
+    parked.recv().expect("the select parked");
+    assert_eq!(rx.recv(), Ok(1), "the receive gets the select's message");
+    let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        rx.recv_timeout(std::time::Duration::from_millis(1))
+    }))
+    .expect_err("the deferred panic goes on at the next blocking operation");
+    assert_eq!(
+        payload.downcast_ref::<&str>(),
+        Some(&"a select's waker panicked")
+    );
+    assert!(tx.try_send(2).is_err(), "nobody left queued");
+    selector.join().expect("the select sent");
+}
+
 #[test]
 fn a_panicking_select_waker_unwinds_a_receive_cleanly() {
     in_child_process("a_panicking_select_waker_unwinds_a_receive_cleanly", || {
         a_panicking_select_waker_leaves_no_receiver_queued::<Cas>();
         a_panicking_select_waker_leaves_no_receiver_queued::<Updt>();
     });
+}
+
+#[test]
+fn a_panicking_select_waker_is_deferred_by_the_receive_that_met_it() {
+    in_child_process(
+        "a_panicking_select_waker_is_deferred_by_the_receive_that_met_it",
+        || {
+            a_panicking_select_waker_defers_in_a_receive_that_met_it::<Cas>();
+            a_panicking_select_waker_defers_in_a_receive_that_met_it::<Updt>();
+        },
+    );
 }
