@@ -795,12 +795,6 @@ impl<T, M: Mode, P: Protocol, F: FnOnce() -> T> SendArm<'_, T, M, P, F> {
     }
 }
 
-impl<T, M: Mode, P: Protocol, F> Drop for SendArm<'_, T, M, P, F> {
-    fn drop(&mut self) {
-        release_partner(self.tx, &mut self.partner);
-    }
-}
-
 /// A borrowed operation, as the macro hands its arms to [`run`].
 #[doc(hidden)]
 pub struct OpRef<'r>(&'r mut (dyn Op + 'r));
@@ -1236,7 +1230,11 @@ fn block<L: OpList + ?Sized>(
                     let completed = match registered.settle_packets(i) {
                         PacketOutcome::Completed => true,
                         PacketOutcome::Reserved => registered.await_fill(i, None, None),
-                        PacketOutcome::Partner | PacketOutcome::Nothing => false,
+                        PacketOutcome::Partner => {
+                            registered.discard(i);
+                            false
+                        }
+                        PacketOutcome::Nothing => false,
                     };
                     registered.finish(None);
                     if completed {
@@ -1258,28 +1256,28 @@ fn block<L: OpList + ?Sized>(
     // will.
     if let Some(token) = registered.token.take() {
         if let Err(i) = token.close() {
+            // Registered nowhere from here: a wake-one meant for another
+            // operation is handed on, not swallowed by a wait below. And
+            // first: abandoning may run a waker (user code, which may
+            // panic), and a partner taken below must reach the retry that
+            // fills it with no user code in between (a `select!` arm, which
+            // holds it, has no destructor to let it go: it would make the
+            // borrows of its message expression outlive the select).
+            registered.finish(None);
             match registered.settle_packets(i) {
-                PacketOutcome::Completed => {
-                    registered.finish(None);
-                    return Blocked::Completed(i);
-                }
+                PacketOutcome::Completed => return Blocked::Completed(i),
                 // A receiver handed this send its packet: the retry, which
                 // starts with it, fills it.
-                PacketOutcome::Partner => {
-                    registered.finish(Some(i));
-                    return Blocked::Retry(Some(i));
-                }
+                PacketOutcome::Partner => return Blocked::Retry(Some(i)),
                 // A select's send reserved this receive: wait for its
-                // message, registered nowhere (a wake-one meant for another
-                // operation is handed on, not swallowed by this wait).
+                // message.
                 PacketOutcome::Reserved => {
-                    registered.finish(None);
                     if registered.await_fill(i, Some(park), deadline) {
                         return Blocked::Completed(i);
                     }
                     return Blocked::Retry(None);
                 }
-                PacketOutcome::Nothing => {}
+                PacketOutcome::Nothing => return Blocked::Retry(None),
             }
         } else {
             registered.settle_packets(usize::MAX);
@@ -1323,6 +1321,13 @@ impl<L: OpList + ?Sized> Registered<'_, L> {
             }
         }
         outcome
+    }
+
+    /// Lets go of what operation `i` holds (a partner), unwinding.
+    fn discard(&mut self, i: usize) {
+        if let Some(op) = self.ops.get(i) {
+            op.discard();
+        }
     }
 
     /// Operation `i`'s [`Op::await_fill`].
