@@ -628,15 +628,24 @@ impl<T, L: RawLock> Rendezvous<T, L> {
     ///
     /// A select's own packets (`own`, its token) do not count: a select
     /// with a send and a receive on one channel waits with a packet on each
-    /// side, and must not take itself for a partner.
+    /// side, and must not take itself for a partner. Nor, for a select's
+    /// receive, does another select's message-less send: that select sees
+    /// this one's receive packet in its own re-check (or is woken by its
+    /// queuing) and reserves it. Were both to act, each would withdraw its
+    /// packets to complete with the other's, find them withdrawn too, and
+    /// block again, a dance that only timing ends (and that loom, which can
+    /// schedule it for ever, never finishes exploring).
     pub(crate) fn has_peers_locked(&self, side: Side, own: Option<&Arc<Token>>) -> bool {
         self.locked(|q| match own {
             None => !q.of(side).is_empty(),
             Some(own) => q.of(side).iter().any(|e| {
-                !e.packet()
-                    .token
-                    .as_ref()
-                    .is_some_and(|(t, _)| Arc::ptr_eq(t, own))
+                let packet = e.packet();
+                match &packet.token {
+                    None => true,
+                    Some((token, _)) if Arc::ptr_eq(token, own) => false,
+                    // SAFETY: under the lock, on a queued (WAITING) packet.
+                    Some(_) => side == Side::Recv || packet.msg.with(|m| unsafe { (*m).is_some() }),
+                }
             }),
         })
     }
