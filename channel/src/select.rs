@@ -825,6 +825,12 @@ impl Wait {
     }
 }
 
+/// The address that names a channel: what a [`SelectedOperation`] checks
+/// its endpoint against (a clone of the endpoint added names the same).
+fn channel_of<T, M: Mode, P: Protocol>(chan: &Chan<T, M, P>) -> *const () {
+    (chan as *const Chan<T, M, P>).cast()
+}
+
 /// The operations of a select, some perhaps removed.
 trait OpList {
     fn count(&self) -> usize;
@@ -1498,7 +1504,7 @@ pub struct Select<'a> {
     /// For each operation, its channel and the way it goes, for the first
     /// look at readiness ([`Select::look`]); [`Removed`] for a removed one.
     probes: Vec<(&'a (dyn Probe + 'a), Kind)>,
-    /// For each operation, the endpoint it was added for and which way it
+    /// For each operation, the channel it was added for and which way it
     /// goes: what [`SelectedOperation`] checks its caller's endpoint
     /// against, kept here rather than asked of the operation.
     ends: Vec<(*const (), Kind)>,
@@ -1511,17 +1517,19 @@ pub struct Select<'a> {
 
 /// A selected operation of a [`Select`], to be completed with
 /// [`recv`](SelectedOperation::recv) or [`send`](SelectedOperation::send)
-/// on the endpoint it was added for.
+/// on the endpoint it was added for (or a clone of it).
 ///
 /// A selected receive has already taken its message (or found the channel
 /// disconnected): [`recv`](SelectedOperation::recv) hands it over.
 ///
 /// # Dropped without completing
 ///
-/// Like crossbeam's, that is a bug: in a debug build the drop panics. The
+/// Like crossbeam's, that is a bug: in a debug build the drop panics (only
+/// there: crossbeam panics in every build). The
 /// message a selected receive took cannot go back into the channel (not in
 /// its FIFO place), so it is dropped, never leaked, and in a release build
-/// that is all that happens.
+/// that is all that happens; a selected send on a rendezvous channel lets
+/// the receiver it held go, still waiting.
 #[must_use = "a selected operation must be completed with `recv` or `send`"]
 pub struct SelectedOperation<'s> {
     op: &'s mut (dyn Op + 's),
@@ -1624,7 +1632,7 @@ impl<'a> Select<'a> {
     /// when a sender waits, and a blocked select waits there too, so any
     /// sender (a thread, coroutine, future or another select) can meet it.
     pub fn recv<T, M: Mode, P: Protocol>(&mut self, rx: &'a Receiver<T, M, P>) -> usize {
-        let end = (rx as *const Receiver<T, M, P> as *const (), Kind::Recv);
+        let end = (channel_of(&rx.chan), Kind::Recv);
         self.add(Box::new(RecvArm::new(rx)), &*rx.chan, end)
     }
 
@@ -1635,7 +1643,7 @@ impl<'a> Select<'a> {
     /// rendezvous for it too, so any receiver (a `try_recv` included) can
     /// meet it.
     pub fn send<T, M: Mode, P: Protocol>(&mut self, tx: &'a Sender<T, M, P>) -> usize {
-        let end = (tx as *const Sender<T, M, P> as *const (), Kind::Send);
+        let end = (channel_of(&tx.chan), Kind::Send);
         let op = SendReady {
             partner: None,
             tx,
@@ -1905,25 +1913,27 @@ impl SelectedOperation<'_> {
     /// since.
     ///
     /// # Panics
-    /// If `rx` is not the receiver this operation was added for.
+    /// If `rx` is not a receiver of the channel this operation was added
+    /// for (the receiver added, or a clone of it, as crossbeam accepts).
     pub fn recv<T, M: Mode, P: Protocol>(mut self, rx: &Receiver<T, M, P>) -> Result<T, RecvError> {
-        let (endpoint, kind) = self.end;
+        let (channel, kind) = self.end;
         assert!(
-            kind == Kind::Recv && endpoint == rx as *const Receiver<T, M, P> as *const (),
+            kind == Kind::Recv && channel == channel_of(&rx.chan),
             "passed a receiver that wasn't selected"
         );
         // The arm's address, which is its result's (`RecvArm` is `repr(C)`
         // with `result` first).
         let stash = (self.op as *mut (dyn Op + '_)).cast::<Option<Result<T, RecvError>>>();
         // SAFETY: the operation is a receive (`Kind::Recv`), so `Select::recv`
-        // made it as a `RecvArm` for the receiver at `endpoint`, which the
-        // select borrows for its whole life, and whose first field (at
-        // `stash`) is its `Option<Result<T', RecvError>>` slot, `T'` being
-        // that receiver's message type. `rx` is a live receiver at the same
-        // address; two live receivers cannot share an address (neither is
-        // zero-sized nor contains the other), so `rx` is that receiver and
-        // `T` is `T'`. `self.op` is borrowed mutably, so nothing else
-        // touches the slot.
+        // made it as a `RecvArm` for a receiver of the channel at `channel`,
+        // which the select borrows (through that receiver) for its whole
+        // life, and whose first field (at `stash`) is its
+        // `Option<Result<T', RecvError>>` slot, `T'` being that channel's
+        // message type. `rx`'s channel is a live channel at the same
+        // address; two live channels cannot share an address (neither is
+        // zero-sized nor contains the other), so it is that channel and `T`
+        // is `T'`. `self.op` is borrowed mutably, so nothing else touches
+        // the slot.
         let outcome = unsafe { (*stash).take() };
         self.done = true;
         outcome.expect("a selected receive holds its outcome")
@@ -1958,27 +1968,29 @@ impl SelectedOperation<'_> {
     /// several senders. The message is then not in the channel.
     ///
     /// # Panics
-    /// If `tx` is not the sender this operation was added for.
+    /// If `tx` is not a sender of the channel this operation was added for
+    /// (the sender added, or a clone of it).
     pub fn send<T, M: Mode, P: Protocol>(
         mut self,
         tx: &Sender<T, M, P>,
         msg: T,
     ) -> Result<(), SendError<T>> {
-        let (endpoint, kind) = self.end;
+        let (channel, kind) = self.end;
         assert!(
-            kind == Kind::Send && endpoint == tx as *const Sender<T, M, P> as *const (),
+            kind == Kind::Send && channel == channel_of(&tx.chan),
             "passed a sender that wasn't selected"
         );
         // The operation's address, which is its partner's (`SendReady` is
         // `repr(C)` with `partner` first).
         let slot = (self.op as *mut (dyn Op + '_)).cast::<Option<Arc<Packet<T>>>>();
         // SAFETY: the operation is a send (`Kind::Send`), so `Select::send`
-        // made it as a `SendReady` for the sender at `endpoint`, which the
-        // select borrows for its whole life, and whose first field (at
-        // `slot`) is its `Option<Arc<Packet<T'>>>`, `T'` being that
-        // sender's message type. `tx` is a live sender at the same address,
-        // so it is that sender and `T` is `T'` (as in `recv`). `self.op`
-        // is borrowed mutably, so nothing else touches the slot.
+        // made it as a `SendReady` for a sender of the channel at
+        // `channel`, which the select borrows for its whole life, and whose
+        // first field (at `slot`) is its `Option<Arc<Packet<T'>>>`, `T'`
+        // being that channel's message type. `tx`'s channel is a live
+        // channel at the same address, so it is that channel and `T` is
+        // `T'` (as in `recv`). `self.op` is borrowed mutably, so nothing
+        // else touches the slot.
         let partner = unsafe { (*slot).take() };
         self.done = true;
         if let Some(partner) = partner {

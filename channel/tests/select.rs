@@ -344,6 +344,32 @@ fn select_struct_wrong_receiver_panics() {
     let _ = sel.select().recv(&rx2);
 }
 
+/// As crossbeam accepts since its issue #1096: a selected operation may be
+/// completed through a clone of the endpoint it was added for (the same
+/// channel), for a receive and for a send; a sender of another channel
+/// still panics.
+#[test]
+fn select_struct_accepts_a_clone_of_the_selected_endpoint() {
+    let (tx, rx) = mpmc::bounded::<i32>(1);
+    let (tx2, rx2) = (tx.clone(), rx.clone());
+    let mut sel = Select::new();
+    sel.send(&tx);
+    sel.select().send(&tx2, 7).unwrap();
+    let mut sel = Select::new();
+    sel.recv(&rx);
+    assert_eq!(sel.select().recv(&rx2), Ok(7));
+    let (other, _other_rx) = mpmc::bounded::<i32>(1);
+    let mut sel = Select::new();
+    sel.send(&tx);
+    let oper = sel.select();
+    let wrong = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| oper.send(&other, 1)));
+    let payload = wrong.expect_err("a sender of another channel");
+    assert_eq!(
+        payload.downcast_ref::<&str>(),
+        Some(&"passed a sender that wasn't selected")
+    );
+}
+
 #[test]
 fn selected_message_is_held_for_its_taker() {
     // Two consumers of one mpmc channel: the one that selected the message
