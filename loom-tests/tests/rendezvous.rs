@@ -243,8 +243,10 @@ fn try_recv_meets_a_blocked_select_send<P: Protocol>(use_macro: bool) {
 /// A select with a send and a receive on one rendezvous channel, met by a
 /// plain blocking receive (`recv_from_it`) or send: the select parks until
 /// then (its own packets are no partner of its operations, so its re-check
-/// finds nothing and it does not spin: a spinning select runs past loom's
-/// branch bound), and exactly one hand-off happens, with the other party.
+/// finds nothing and it does not spin), and exactly one hand-off happens,
+/// with the other party. A re-check that counts the select's own packets
+/// spins, and the model fails (loom reports a causality violation once the
+/// spin has run its clocks past their bound).
 fn select_with_both_sides_meets_a_party<P: Protocol>(recv_from_it: bool) {
     let (tx, rx) = bounded_in::<u32, Mpmc, P>(0);
     let (tx2, rx2) = (tx.clone(), rx.clone());
