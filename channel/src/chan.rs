@@ -701,7 +701,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     ) -> Result<(), Unsent> {
         // SAFETY: as in `zero_try_send_from`.
         let copy = unsafe { std::ptr::read(msg) };
-        match zero.wait(Side::Send, Some(copy), park, deadline, self) {
+        match zero.wait::<false>(Some(copy), park, deadline, self) {
             Ok(_) => Ok(()),
             Err((back, timed_out)) => {
                 std::mem::forget(back);
@@ -732,7 +732,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     #[inline(always)]
     fn zero_recv(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
         let zero = self.zero().expect("a zero-capacity channel");
-        hook::with_current(|park| zero.wait(Side::Recv, None, park, deadline, self))
+        hook::with_current(|park| zero.wait::<true>(None, park, deadline, self))
             .map(|got| got.expect("a served receiver has a message"))
             .map_err(|(_, timed_out)| {
                 if timed_out {

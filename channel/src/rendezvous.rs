@@ -1115,14 +1115,18 @@ impl<T, L: RawLock> Rendezvous<T, L> {
     /// dismissed or past `deadline`. `Ok` carries what a receiver got;
     /// `Err` gives a sender's message back (`Err(None)` for a receiver),
     /// with `true` for a timeout and `false` for disconnection.
-    pub(crate) fn wait(
+    ///
+    /// One copy per side (`RECV`): every choice that depends on the side
+    /// is made when it is compiled, and a sender's copy has none of a
+    /// receiver's partner handling (invariant 7).
+    pub(crate) fn wait<const RECV: bool>(
         &self,
-        side: Side,
         msg: Option<T>,
         park: &dyn Park,
         deadline: Option<Instant>,
         chan: &impl Peers,
     ) -> Result<Option<T>, (Option<T>, bool)> {
+        let side = if RECV { Side::Recv } else { Side::Send };
         let other_gone = || chan.gone(side);
         // A park that lends its waker saves the reference count a waker of
         // its own would move twice per block; one that does not makes one,
@@ -1272,7 +1276,7 @@ impl<T, L: RawLock> Rendezvous<T, L> {
         match self.wait_filled(&partner, park, deadline) {
             Filled::Got(got) => Ok(Some(got)),
             Filled::GaveUp => Err((None, !chan.gone(Side::Recv))),
-            Filled::Released => self.wait(Side::Recv, None, park, deadline, chan),
+            Filled::Released => self.wait::<true>(None, park, deadline, chan),
         }
     }
 }
