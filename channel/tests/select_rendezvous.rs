@@ -3,8 +3,8 @@
 //!
 //! * a select blocked on a rendezvous send is a sender waiting in the
 //!   rendezvous like any other: a `try_recv`, a `select!` with `default`, a
-//!   `ready_timeout` and a `recv_timeout` on the other end find it and get
-//!   its message (crossbeam's `ready.rs::fairness2` shape too: one side
+//!   `ready_timeout`, a `recv_timeout` and a `recv_async` on the other end
+//!   find it and get its message (crossbeam's `ready.rs::fairness2` shape too: one side
 //!   blocked in a select of sends, the other polling with `ready` and
 //!   `try_recv`). A select send that only waits for a receiver to show up
 //!   would leave both sides waiting for each other;
@@ -219,6 +219,9 @@ enum Observe {
     ReadyTimeout,
     /// `recv_timeout(LONG)`.
     RecvTimeout,
+    /// `recv_async()`, awaited on a current-thread tokio runtime: the
+    /// future waits on the partner it hands the select.
+    RecvAsync,
 }
 
 /// Receives one message on `rx` the way `how` says, failing if it finds
@@ -250,6 +253,13 @@ fn observe<T, M: Mode, P: Protocol>(how: Observe, rx: &Receiver<T, M, P>) -> T {
         Observe::RecvTimeout => rx
             .recv_timeout(LONG)
             .expect("recv_timeout did not meet the blocked select's send"),
+        Observe::RecvAsync => tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap()
+            .block_on(async { tokio::time::timeout(LONG, rx.recv_async()).await })
+            .expect("recv_async did not meet the blocked select's send")
+            .expect("the sender is alive"),
     }
 }
 
@@ -311,6 +321,10 @@ fn seen_by_recv_timeout<P: Protocol>() {
     blocked_select_send_is_seen_by::<P>(Observe::RecvTimeout);
 }
 
+fn seen_by_recv_async<P: Protocol>() {
+    blocked_select_send_is_seen_by::<P>(Observe::RecvAsync);
+}
+
 cas_and_updt! {
     seen_by_try_recv:
         blocked_select_send_meets_try_recv_cas,
@@ -324,6 +338,9 @@ cas_and_updt! {
     seen_by_recv_timeout:
         blocked_select_send_meets_recv_timeout_cas,
         blocked_select_send_meets_recv_timeout_updt;
+    seen_by_recv_async:
+        blocked_select_send_meets_recv_async_cas,
+        blocked_select_send_meets_recv_async_updt;
 }
 
 /// Crossbeam's `ready.rs::fairness2`, with a large buffered channel for its
