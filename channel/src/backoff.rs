@@ -71,6 +71,13 @@ impl Backoff {
     pub(crate) fn is_completed(&self) -> bool {
         self.step > YIELD_LIMIT
     }
+
+    /// Whether the spinning steps are done: the next snooze would yield
+    /// the thread.
+    #[inline]
+    pub(crate) fn is_spun(&self) -> bool {
+        self.step > SPIN_LIMIT
+    }
 }
 
 #[cfg(not(loom))]

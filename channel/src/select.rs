@@ -1130,8 +1130,16 @@ fn wait_for<L: OpList + ?Sized>(
         }
         // Borrowed, not cloned, and only around the wait: the attempts
         // (which may run a send arm's message expression) happen outside.
+        // Spin a little, but never yield the thread before parking: the
+        // peers a select waits for are often spinning themselves (on
+        // non-blocking selects or tries), and a yield hands the core to one
+        // of them until the scheduler's next tick (milliseconds), while the
+        // message that select could take arrives with nobody registered to
+        // wake it. At capacity 0 no spin can succeed at all: a peer's try
+        // completes only against the packets `block` queues.
+        // (`examples/select_latency.rs`: 4 ms against 16 µs.)
         let blocked = hook::with_current(|park| {
-            if !backoff.is_completed() && park.spin_before_park() {
+            if !backoff.is_spun() && park.spin_before_park() {
                 backoff.snooze();
                 Blocked::Retry(None)
             } else {
