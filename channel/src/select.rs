@@ -22,7 +22,9 @@
 //!    its operations in the order they were added;
 //! 2. if none succeeds (and it may block), spins a little where the park
 //!    context says that is worth it (threads, or a coroutine with nothing
-//!    else to run), like a blocking `recv`;
+//!    else to run), but unlike a blocking `recv` never yields the thread
+//!    before parking: its peers may be spinning on tries, and a yield would
+//!    hand the core to one of them until the scheduler's next tick;
 //! 3. then (after queuing its rendezvous packets, below) registers on
 //!    every involved channel's waiter list with the current park context
 //!    ([`hook::with_current`]), issues
