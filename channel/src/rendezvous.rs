@@ -339,6 +339,19 @@ impl<T> Packet<T> {
     }
 }
 
+/// Wakes the owner of a reserved packet just filled or let go; a waker
+/// that panics goes on at this thread's next blocking operation (the
+/// message, if any, is the owner's now).
+fn wake_reserved<T>(packet: &Packet<T>) {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: settled: no one replaces the waker any more; the
+        // caller's reference keeps the packet alive.
+        packet.waker.with(|w| unsafe { (*w).wake_by_ref() });
+    })) {
+        defer(payload);
+    }
+}
+
 /// A waker that wakes nobody: for a packet made where no waker is at hand
 /// (a `try_recv` that becomes a reserved partner), until its owner sets
 /// its own ([`Rendezvous::rewake`]) and looks again.
@@ -894,29 +907,17 @@ impl<T, L: RawLock> Rendezvous<T, L> {
     /// it first (then the message goes elsewhere, as an unreserved send).
     pub(crate) fn fill(&self, packet: &Packet<T>, msg: T) -> Result<(), T> {
         let mut msg = Some(msg);
-        let filled = self.locked(|_| {
-            // Relaxed: under the lock, which orders every store to it.
-            if packet.state.load(Ordering::Relaxed) != RESERVED {
-                return false;
-            }
+        let filled = self.unreserve(packet, DONE, || {
             // SAFETY: under the lock, on a RESERVED packet: its owner only
             // looks at the state, and gives up under the lock.
             packet.msg.with_mut(|m| unsafe { *m = msg.take() });
-            packet.state.store(DONE, Ordering::Release);
-            true
         });
         match msg {
             Some(msg) if !filled => Err(msg),
             _ => {
                 // The caller's copy is gone: a panicking waker goes on at
                 // its next blocking operation, as for a served receiver.
-                if let Err(payload) = catch_unwind(AssertUnwindSafe(|| {
-                    // SAFETY: settled: no one replaces the waker any more;
-                    // our reference keeps the packet alive.
-                    packet.waker.with(|w| unsafe { (*w).wake_by_ref() });
-                })) {
-                    defer(payload);
-                }
+                wake_reserved(packet);
                 Ok(())
             }
         }
@@ -925,21 +926,26 @@ impl<T, L: RawLock> Rendezvous<T, L> {
     /// Lets a reserved packet go without a message: its owner arrives
     /// again (or, a select, retries).
     pub(crate) fn release(&self, packet: &Packet<T>) {
-        let released = self.locked(|_| {
+        if self.unreserve(packet, RETRY, || {}) {
+            wake_reserved(packet);
+        }
+    }
+
+    /// Under the lock, if `packet` is still `RESERVED`: runs `before` (which
+    /// may touch the packet's cells, as the lock allows) and moves it to
+    /// `state`. Whether it was reserved: every way out of a reservation
+    /// (fill, release, give-up) goes through here, so exactly one wins.
+    fn unreserve(&self, packet: &Packet<T>, state: usize, before: impl FnOnce()) -> bool {
+        self.locked(|_| {
+            // Relaxed: under the lock, which orders every store to it.
             let reserved = packet.state.load(Ordering::Relaxed) == RESERVED;
             if reserved {
-                packet.state.store(RETRY, Ordering::Release);
+                before();
+                // Release: pairs with the owner's look.
+                packet.state.store(state, Ordering::Release);
             }
             reserved
-        });
-        if released {
-            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| {
-                // SAFETY: as in `fill`.
-                packet.waker.with(|w| unsafe { (*w).wake_by_ref() });
-            })) {
-                defer(payload);
-            }
-        }
+        })
     }
 
     /// The owner of a shared packet gives up on it: takes it out of its
@@ -948,14 +954,7 @@ impl<T, L: RawLock> Rendezvous<T, L> {
     pub(crate) fn give_up(&self, side: Side, packet: &Packet<T>) -> Settled<T> {
         match self.withdraw(side, packet) {
             Settled::Reserved => {
-                let abandoned = self.locked(|_| {
-                    let reserved = packet.state.load(Ordering::Relaxed) == RESERVED;
-                    if reserved {
-                        packet.state.store(ABANDONED, Ordering::Relaxed);
-                    }
-                    reserved
-                });
-                if abandoned {
+                if self.unreserve(packet, ABANDONED, || {}) {
                     Settled::Dismissed(None)
                 } else {
                     // Filled or let go meanwhile.

@@ -507,6 +507,14 @@ macro_rules! send_waiting {
                 }
             }
         }
+
+        fn discard(&mut self) {
+            release_partner(self.tx, &mut self.partner);
+        }
+
+        fn waits_in_rendezvous(&self) -> bool {
+            self.tx.chan.zero().is_some()
+        }
     };
 }
 
@@ -536,14 +544,6 @@ impl<T, M: Mode, P: Protocol> Op for SendReady<'_, T, M, P> {
     }
 
     send_waiting!();
-
-    fn discard(&mut self) {
-        release_partner(self.tx, &mut self.partner);
-    }
-
-    fn waits_in_rendezvous(&self) -> bool {
-        self.tx.chan.zero().is_some()
-    }
 
     fn queue_packet(&mut self, park: &dyn Park, token: &Arc<Token>, index: usize) {
         self.packet = Some(queue_send_packet(self.tx, None, park, token, index));
@@ -692,14 +692,6 @@ impl<T, M: Mode, P: Protocol, F: FnOnce() -> T> Op for SendArm<'_, T, M, P, F> {
     }
 
     send_waiting!();
-
-    fn discard(&mut self) {
-        release_partner(self.tx, &mut self.partner);
-    }
-
-    fn waits_in_rendezvous(&self) -> bool {
-        self.tx.chan.zero().is_some()
-    }
 
     fn queue_packet(&mut self, park: &dyn Park, token: &Arc<Token>, index: usize) {
         let msg = self.msg.take();
