@@ -38,13 +38,14 @@
 //!    so no copy is dropped twice. A party queuing there also wakes the
 //!    other side's waiter list, where selects and futures wait.
 
+use std::panic::Location;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
 use crate::backoff::Backoff;
 use crate::claim::Cursor;
 use crate::error::{RecvTimeoutError, TryRecvError};
-use crate::hook::{self, Park};
+use crate::hook::{self, Describe, Op, Park, WaitingOn};
 use crate::rendezvous::{
     defer, rethrow_deferred, Arrival, Filled, Packet, Peers, Rendezvous, Side, Token,
 };
@@ -86,9 +87,19 @@ pub(crate) struct Chan<T, M: Mode, P: Protocol> {
     /// The meeting point of a zero-capacity channel (whose ring, one slot,
     /// stays unused); `None` for every other capacity.
     zero: Option<Box<Rendezvous<T, P::Lock>>>,
+    /// Where the channel was made, for what its blocked parties wait on
+    /// ([`WaitingOn`]).
+    made_at: &'static Location<'static>,
+}
+
+impl<T, M: Mode, P: Protocol> Describe for Chan<T, M, P> {
+    fn describe(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::waiting_on::describe_channel(f, M::NAME, P::NAME, self.capacity(), self.made_at)
+    }
 }
 
 impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
+    #[track_caller]
     pub(crate) fn new(capacity: usize) -> Self {
         Chan {
             front: gap(),
@@ -100,7 +111,14 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
             rx_gone: UpdtCell::new(0),
             ring: Ring::new(capacity.max(1)),
             zero: (capacity == 0).then(|| Box::new(Rendezvous::new())),
+            made_at: Location::caller(),
         }
+    }
+
+    /// What an operation of kind `op` on this channel waits on.
+    #[inline]
+    pub(crate) fn waiting_on(&self, op: Op) -> WaitingOn<'_> {
+        WaitingOn::on(op, self)
     }
 
     /// Address and size of each word written by a different party, in
@@ -378,6 +396,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
                     wait_on(
                         &*self.senders,
                         park,
+                        self.waiting_on(Op::Send),
                         deadline,
                         <M::Rx<P> as Cursor>::CLAIM_SYNCS_WITH_WAITERS,
                         || self.still_full(),
@@ -606,6 +625,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
                     wait_on(
                         &*self.receivers,
                         park,
+                        self.waiting_on(Op::Recv),
                         deadline,
                         <M::Tx<P> as Cursor>::CLAIM_SYNCS_WITH_WAITERS,
                         || self.still_empty(),
@@ -678,7 +698,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
             // now on, or it was settled meanwhile (then the look below sees
             // it).
             zero.rewake(partner, &park.waker());
-            match zero.wait_filled(partner, park, None) {
+            match zero.wait_filled(partner, park, self.waiting_on(Op::Recv), None) {
                 Filled::Got(msg) => Some(msg),
                 Filled::Released | Filled::GaveUp => None,
             }
@@ -829,6 +849,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
 fn wait_on<W: Waiters>(
     waiters: &W,
     park: &dyn Park,
+    on: WaitingOn<'_>,
     deadline: Option<Instant>,
     recheck_syncs: bool,
     still_blocked: impl FnOnce() -> bool,
@@ -841,7 +862,7 @@ fn wait_on<W: Waiters>(
         fence(Ordering::SeqCst);
     }
     if still_blocked() {
-        park.park(deadline);
+        park.park_on(deadline, on);
     }
     registered.leave();
 }

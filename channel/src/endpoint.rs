@@ -44,6 +44,7 @@ pub struct Receiver<T, M: Mode, P: Protocol = Cas> {
 /// If `capacity` exceeds `usize::MAX / 4` (ring positions could no longer
 /// tell laps apart).
 #[must_use]
+#[track_caller]
 pub fn bounded_in<T, M: Mode, P: Protocol>(
     capacity: usize,
 ) -> (Sender<T, M, P>, Receiver<T, M, P>) {

@@ -68,6 +68,7 @@ use crate::sync::thread_local;
 /// executor parks its threads with it too, so both choose `std` or loom in
 /// one place.
 pub use crate::sync::{Parker, Unparker};
+pub use crate::waiting_on::{Describe, Op, WaitingOn};
 
 /// How the current thread (or coroutine) blocks and is woken.
 pub trait Park {
@@ -100,6 +101,16 @@ pub trait Park {
     /// until `deadline` has passed. May return spuriously. A wake delivered
     /// before this call makes it return at once.
     fn park(&self, deadline: Option<Instant>);
+
+    /// [`park`](Park::park), saying what the party waits on: a context
+    /// that shows its parked parties (a runtime's dump) keeps `on` for as
+    /// long as this call is parked, and must not use it after. The default
+    /// forgets it.
+    #[inline]
+    fn park_on(&self, deadline: Option<Instant>, on: WaitingOn<'_>) {
+        let _ = on;
+        self.park(deadline);
+    }
 
     /// Whether a blocked operation should spin (and yield the thread) a
     /// little longer before parking; asked before every spin step. Worth it

@@ -62,6 +62,7 @@ mod spaced;
 mod sync;
 pub mod updt;
 mod wait_list;
+mod waiting_on;
 
 pub use endpoint::{bounded_in, IntoIter, Iter, Receiver, Sender, TryIter};
 pub use error::{
@@ -215,6 +216,7 @@ macro_rules! mode_module {
             ///
             /// If `capacity` exceeds `usize::MAX / 4` (ring positions could no
             /// longer tell laps apart).
+            #[track_caller]
             pub fn bounded<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
                 crate::bounded_in(capacity)
             }
@@ -230,6 +232,7 @@ macro_rules! mode_module {
             ///
             /// If `capacity` exceeds `usize::MAX / 4` (ring positions could no
             /// longer tell laps apart).
+            #[track_caller]
             pub fn bounded_with<T, P: Protocol>(capacity: usize) -> (Sender<T, P>, Receiver<T, P>) {
                 crate::bounded_in(capacity)
             }

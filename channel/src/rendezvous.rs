@@ -94,7 +94,7 @@ use std::task::Waker;
 use std::time::Instant;
 
 use crate::backoff::Backoff;
-use crate::hook::Park;
+use crate::hook::{Describe, Op, Park, WaitingOn};
 use crate::lock::RawLock;
 use crate::sync::{Arc, Ordering, UnsafeCell};
 use crate::updt::{UpdtCell, UpdtClaim};
@@ -974,6 +974,7 @@ impl<T, L: RawLock> Rendezvous<T, L> {
         &self,
         partner: &Packet<T>,
         park: &dyn Park,
+        on: WaitingOn<'_>,
         deadline: Option<Instant>,
     ) -> Filled<T> {
         let outcome = |settled: Settled<T>| match settled {
@@ -989,7 +990,7 @@ impl<T, L: RawLock> Rendezvous<T, L> {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return outcome(self.give_up(Side::Recv, partner));
             }
-            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| park.park(deadline))) {
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| park.park_on(deadline, on))) {
                 // As a plain receive unwinding: a message handed over
                 // stands, and the unwinding goes on later.
                 if let Filled::Got(msg) = outcome(self.give_up(Side::Recv, partner)) {
@@ -1219,7 +1220,8 @@ impl<T, L: RawLock> Rendezvous<T, L> {
             // suspension, or never if it finishes first). Else the packet
             // leaves the queue and the unwinding goes on at once, the
             // message still the caller's.
-            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| park.park(deadline))) {
+            let on = WaitingOn::on(if RECV { Op::Recv } else { Op::Send }, chan);
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| park.park_on(deadline, on))) {
                 let mut guard = guard;
                 guard.armed = false;
                 let settled = match self.withdraw(side, packet) {
@@ -1272,7 +1274,7 @@ impl<T, L: RawLock> Rendezvous<T, L> {
         deadline: Option<Instant>,
         chan: &impl Peers,
     ) -> Result<Option<T>, (Option<T>, bool)> {
-        match self.wait_filled(&partner, park, deadline) {
+        match self.wait_filled(&partner, park, WaitingOn::on(Op::Recv, chan), deadline) {
             Filled::Got(got) => Ok(Some(got)),
             Filled::GaveUp => Err((None, !chan.gone(Side::Recv))),
             Filled::Released => self.wait::<true>(None, park, deadline, chan),
@@ -1282,7 +1284,7 @@ impl<T, L: RawLock> Rendezvous<T, L> {
 
 /// What a blocking [`Rendezvous::wait`] needs of its channel, about the
 /// side its party meets.
-pub(crate) trait Peers {
+pub(crate) trait Peers: Describe {
     /// Whether the other side's endpoints are all gone; read under the lock
     /// (invariant 4).
     fn gone(&self, side: Side) -> bool;

@@ -91,7 +91,7 @@ use std::time::{Duration, Instant};
 use crate::backoff::Backoff;
 use crate::chan::Chan;
 use crate::error::{RecvError, SendError, TryRecvError, TrySendError};
-use crate::hook::{self, Park};
+use crate::hook::{self, Describe, Op as OpKind, Park, WaitingOn};
 use crate::lock::RawLock;
 use crate::rendezvous::{Filled, Packet, Rendezvous, Reservation, Settled, Side, Token};
 use crate::sync::Arc;
@@ -214,6 +214,12 @@ pub(crate) trait Op {
     /// Whether this is the stand-in for a removed operation ([`Removed`]).
     fn removed(&self) -> bool {
         false
+    }
+
+    /// The way and the channel of this operation, for what a blocked
+    /// select waits on (a runtime's dump).
+    fn waits_on(&self) -> Option<WaitingOn<'_>> {
+        None
     }
 
     /// Drops whatever a selected receive still holds.
@@ -354,6 +360,10 @@ impl<T, M: Mode, P: Protocol> Op for RecvArm<'_, T, M, P> {
         ready_on(self.chan, Side::Recv)
     }
 
+    fn waits_on(&self) -> Option<WaitingOn<'_>> {
+        Some(self.chan.waiting_on(OpKind::Recv))
+    }
+
     // Always: the macro's first try (`try_now`) calls it statically, and a
     // call there costs the try a frame of its own.
     #[inline(always)]
@@ -429,10 +439,13 @@ impl<T, M: Mode, P: Protocol> Op for RecvArm<'_, T, M, P> {
         let packet = self.packet.take().expect("a reserved packet");
         let zero = self.chan.zero().expect("a zero-capacity channel");
         let got = match park {
-            Some(park) => match zero.wait_filled(&packet, park, deadline) {
-                Filled::Got(msg) => Some(msg),
-                Filled::Released | Filled::GaveUp => None,
-            },
+            Some(park) => {
+                match zero.wait_filled(&packet, park, self.chan.waiting_on(OpKind::Recv), deadline)
+                {
+                    Filled::Got(msg) => Some(msg),
+                    Filled::Released | Filled::GaveUp => None,
+                }
+            }
             None => match zero.give_up(Side::Recv, &packet) {
                 Settled::Done(msg) => msg,
                 _ => None,
@@ -522,6 +535,10 @@ impl<T, M: Mode, P: Protocol> Op for SendReady<'_, T, M, P> {
     #[inline]
     fn ready(&self) -> bool {
         send_ready(self.tx)
+    }
+
+    fn waits_on(&self) -> Option<WaitingOn<'_>> {
+        Some(self.tx.chan.waiting_on(OpKind::Send))
     }
 
     #[inline]
@@ -672,6 +689,10 @@ impl<T, M: Mode, P: Protocol, F: FnOnce() -> T> Op for SendArm<'_, T, M, P, F> {
     #[inline]
     fn ready(&self) -> bool {
         send_ready(self.tx)
+    }
+
+    fn waits_on(&self) -> Option<WaitingOn<'_>> {
+        Some(self.tx.chan.waiting_on(OpKind::Send))
     }
 
     #[inline]
@@ -829,6 +850,7 @@ fn channel_of<T, M: Mode, P: Protocol>(chan: &Chan<T, M, P>) -> *const () {
 trait OpList {
     fn count(&self) -> usize;
     fn get(&mut self, i: usize) -> Option<&mut (dyn Op + '_)>;
+    fn peek(&self, i: usize) -> Option<&(dyn Op + '_)>;
     /// Bit `i` set if operation `i` is [`ready`](Op::ready); for at most 64
     /// operations.
     fn ready_bits(&self) -> u64;
@@ -842,6 +864,9 @@ impl OpList for [OpRef<'_>] {
     #[inline]
     fn get(&mut self, i: usize) -> Option<&mut (dyn Op + '_)> {
         Some(&mut *self[i].0)
+    }
+    fn peek(&self, i: usize) -> Option<&(dyn Op + '_)> {
+        Some(&*self[i].0)
     }
     #[inline]
     fn ready_bits(&self) -> u64 {
@@ -859,6 +884,9 @@ impl<'a> OpList for [Box<dyn Op + 'a>] {
     #[inline]
     fn get(&mut self, i: usize) -> Option<&mut (dyn Op + '_)> {
         Some(&mut *self[i])
+    }
+    fn peek(&self, i: usize) -> Option<&(dyn Op + '_)> {
+        Some(&*self[i])
     }
     #[inline]
     fn ready_bits(&self) -> u64 {
@@ -1160,6 +1188,25 @@ fn wait_for<L: OpList + ?Sized>(
     }
 }
 
+/// What a blocked select waits on: each of its operations.
+struct Waits<'a, L: ?Sized>(&'a L);
+
+impl<L: OpList + ?Sized> Describe for Waits<'_, L> {
+    fn describe(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.0.count();
+        write!(f, "{n} operation{}", if n == 1 { "" } else { "s" })?;
+        let mut first = true;
+        for i in 0..n {
+            if let Some(on) = self.0.peek(i).and_then(|op| op.waits_on()) {
+                f.write_str(if first { ": " } else { "; " })?;
+                first = false;
+                fmt::Display::fmt(&on, f)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Blocks once on every operation, without losing a wake-up: registers on
 /// every operation's waiter list, fences, and parks only if every operation
 /// is still blocked. On the way out, leaves the list of the one ready
@@ -1229,7 +1276,9 @@ fn block<L: OpList + ?Sized>(
         // our rendezvous packets: the hand-off stands, as for a plain
         // receive (`rendezvous.rs`); the unwinding goes on at the next
         // blocking operation or suspension.
-        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| park.park(deadline))) {
+        let waits = Waits(&*registered.ops);
+        let on = WaitingOn::on(OpKind::Select, &waits);
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| park.park_on(deadline, on))) {
             if let Some(token) = registered.token.take() {
                 let served = token.close().err();
                 if let Some(i) = served {

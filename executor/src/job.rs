@@ -14,6 +14,7 @@
 use std::ptr::NonNull;
 use std::sync::Arc;
 
+use crate::executor::Local;
 use crate::inbox::{SpawnNode, Spawnable};
 use crate::join::SpawnInfo;
 
@@ -38,6 +39,11 @@ pub(crate) trait Launch: Send + Sync {
 
     /// What the spawn said about the coroutine (id, name, stack size).
     fn info(&self) -> &SpawnInfo;
+
+    /// Serves a request of the runtime to the executor itself (a job made
+    /// by [`Job::request`]), in the executor loop, on the executor's own
+    /// stack. Never called for a coroutine's body.
+    fn serve(&self, _local: &Local) {}
 }
 
 /// A coroutine body, on its way to its home executor. The executor starts
@@ -58,6 +64,9 @@ pub(crate) struct Job {
     /// starts a stolen job moves the count to itself then (one job at a
     /// time, so the counts stay exact however batches race).
     counted_on: usize,
+    /// A request of the runtime to the executor ([`Job::request`]), not
+    /// a coroutine: counted in no `live`, served in the loop.
+    request: bool,
 }
 
 impl Job {
@@ -75,7 +84,41 @@ impl Job {
             stealable,
             custom_stack,
             counted_on,
+            request: false,
         }
+    }
+
+    /// A request of the runtime to executor `cpe` itself, travelling
+    /// through its inbox as a job does: the executor serves it
+    /// ([`Launch::serve`]) when it drains its inbox, and starts no
+    /// coroutine. Dropped unserved, it is launched as cancelled, as a job.
+    pub(crate) fn request(body: Arc<dyn Launch>, cpe: usize) -> Self {
+        Job {
+            body: Some(body),
+            stealable: false,
+            custom_stack: false,
+            counted_on: cpe,
+            request: true,
+        }
+    }
+
+    /// Whether this is a [`request`](Job::request), to serve rather than
+    /// start.
+    #[inline]
+    pub(crate) fn is_request(&self) -> bool {
+        self.request
+    }
+
+    /// Serves a [`request`](Job::request) on executor `local`.
+    pub(crate) fn serve(mut self, local: &Local) {
+        if let Some(body) = self.body.take() {
+            body.serve(local);
+        }
+    }
+
+    /// What its spawn said about it; `None` once started.
+    pub(crate) fn info(&self) -> Option<&SpawnInfo> {
+        self.body.as_ref().map(|body| body.info())
     }
 
     /// The usable stack bytes its spawn asked for, if it asked (`None`:

@@ -29,7 +29,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use crate::sync::{Arc, Mutex};
-use swco_channel::hook;
+use swco_channel::hook::{self, Describe, Op, WaitingOn};
 
 /// Why a coroutine produced no value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -301,6 +301,35 @@ pub(crate) struct SpawnInfo {
     pub(crate) stack_size: usize,
 }
 
+impl SpawnInfo {
+    /// Where it was spawned, as `file:line`.
+    pub(crate) fn site(&self) -> String {
+        format!("{}:{}", self.at.file(), self.at.line())
+    }
+
+    /// The info of a request the runtime sends its executors (never a
+    /// coroutine).
+    #[track_caller]
+    pub(crate) fn runtime() -> Self {
+        SpawnInfo {
+            id: 0,
+            at: Location::caller(),
+            name: None,
+            stack_size: 0,
+        }
+    }
+}
+
+impl Describe for SpawnInfo {
+    fn describe(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "coroutine #{}", self.id)?;
+        if let Some(name) = &self.name {
+            write!(f, " {name:?}")?;
+        }
+        write!(f, " spawned at {}:{}", self.at.file(), self.at.line())
+    }
+}
+
 struct SlotState<T> {
     result: Option<Result<T, JoinError>>,
     done: bool,
@@ -550,7 +579,7 @@ impl<T> JoinHandle<T> {
                     registered = Some(waker);
                 }
             }
-            park.park(deadline);
+            park.park_on(deadline, WaitingOn::on(Op::Join, &slot.info));
         }
     }
 
@@ -581,7 +610,7 @@ impl<T> JoinHandle<T> {
                     s.joiner = Some(waker);
                 }
             }
-            park.park(None);
+            park.park_on(None, WaitingOn::on(Op::Join, &slot_of(&self.slot).info));
         }
     }
 

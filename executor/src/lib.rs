@@ -31,6 +31,8 @@ mod join;
 mod wake;
 
 #[cfg(not(loom))]
+mod dump;
+#[cfg(not(loom))]
 mod executor;
 #[cfg(not(loom))]
 mod job;
@@ -52,6 +54,7 @@ mod shared;
 mod spawning;
 #[cfg(not(loom))]
 mod stack;
+mod stall;
 #[cfg(not(loom))]
 mod stats;
 mod sync;
@@ -62,11 +65,14 @@ pub use error::{BuildError, ShutdownTimeout, SpawnError};
 pub use join::{JoinError, JoinFuture, JoinHandle};
 
 #[cfg(not(loom))]
+pub use dump::{CoroutineDump, CoroutineState, RuntimeDump};
+#[cfg(not(loom))]
 pub use placement::Placement;
 #[cfg(not(loom))]
 pub use runtime::{
     current_cpe, current_id, current_name, shutdown_requested, sleep, sleep_until, spawn,
-    yield_now, Runtime, RuntimeBuilder, SpawnBuilder, DEFAULT_EXECUTORS, MAX_EXECUTORS,
+    yield_now, Runtime, RuntimeBuilder, SpawnBuilder, DEFAULT_EXECUTORS, DEFAULT_STALL_REPORT,
+    MAX_EXECUTORS,
 };
 #[cfg(not(loom))]
 pub use stack::{GuardPages, DEFAULT_STACK_SIZE, MIN_STACK_SIZE};

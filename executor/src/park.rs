@@ -20,10 +20,10 @@ use std::sync::Arc;
 use std::task::Waker;
 use std::time::Instant;
 
-use swco_channel::hook::{self, Park};
+use swco_channel::hook::{self, Op, Park, WaitingOn};
 
 use crate::executor::Local;
-use crate::task::{Suspend, TaskHeader};
+use crate::task::TaskHeader;
 
 /// The park hook installed on executor threads: inside a coroutine, parking
 /// suspends the coroutine; elsewhere it falls back to parking the thread.
@@ -93,8 +93,12 @@ impl Park for CoroutinePark {
     }
 
     fn park(&self, deadline: Option<Instant>) {
+        self.park_on(deadline, WaitingOn::op(Op::Park));
+    }
+
+    fn park_on(&self, deadline: Option<Instant>, on: WaitingOn<'_>) {
         let Some((local, header)) = self.running() else {
-            return self.fallback.park(deadline);
+            return self.fallback.park_on(deadline, on);
         };
         // A cancellation a rendezvous receive put off goes on now.
         hook::resume_deferred_unwind();
@@ -103,8 +107,8 @@ impl Park for CoroutinePark {
         }
         if header.state.prepare_park() {
             match deadline {
-                None => local.park_running(),
-                Some(_) => local.suspend(Suspend::Park(deadline)),
+                None => local.park_running(on),
+                Some(_) => local.park_on(deadline, on),
             }
         }
     }

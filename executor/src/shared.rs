@@ -16,6 +16,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 
 use crate::sync::Unparker;
 use crossbeam_deque::{Stealer, Worker};
@@ -24,6 +25,7 @@ use crossbeam_utils::CachePadded;
 use crate::inbox::Inbox;
 use crate::job::Job;
 use crate::placement::Placement;
+use crate::stall::StallWatch;
 
 /// An executor's run state, set by the runtime at shutdown. Kept in an
 /// [`AtomicU8`] ([`ExecutorShared::stop_mode`] reads it back).
@@ -171,6 +173,10 @@ pub(crate) struct RuntimeShared {
     pub(crate) closed: AtomicBool,
     pub(crate) idle: Mutex<()>,
     pub(crate) idle_changed: Condvar,
+    /// The idle accounting of stall reports (`stall.rs`).
+    pub(crate) stall: StallWatch,
+    /// After how long a stall is reported (`None`: never).
+    pub(crate) stall_report: Option<Duration>,
 }
 
 impl RuntimeShared {

@@ -15,6 +15,7 @@ use std::task::Waker;
 use std::time::Instant;
 
 use corosensei::{Coroutine, Yielder};
+use swco_channel::hook::WaitingOn;
 
 use crate::inbox::WakeLink;
 use crate::join::SpawnInfo;
@@ -27,7 +28,9 @@ pub(crate) enum Suspend {
     /// `yield_now`: run me again after the others.
     Yield,
     /// Parked on a channel or join: run me when woken or at the deadline.
-    Park(Option<Instant>),
+    /// It waits on the second field, borrowed for as long as it stays
+    /// parked (see [`Task::waiting`]).
+    Park(Option<Instant>, WaitingOn<'static>),
 }
 
 pub(crate) type Co = Coroutine<(), Suspend, (), stack::CoStack>;
@@ -131,6 +134,12 @@ impl ParkedAt {
         Some((from, top.min(from + Self::MAX_BYTES)))
     }
 
+    /// The highest address of its stack.
+    #[inline]
+    pub(crate) fn top(&self) -> usize {
+        self.top.load(Ordering::Relaxed)
+    }
+
     /// The address of its job's body (see [`Job::body_addr`](crate::job::Job::body_addr)).
     #[inline]
     pub(crate) fn body(&self) -> usize {
@@ -181,6 +190,13 @@ pub(crate) struct Task {
     pub(crate) yielder: *const Yielder<(), Suspend>,
     /// Lowest address of the stack's guard page (for the overflow message).
     pub(crate) guard: usize,
+    /// What it waits on, as its last park said. Read only while it is
+    /// parked (its wake state `WAITING`) and only on this thread, between
+    /// resumes: the borrow inside was made by the operation it is parked
+    /// in, whose frame is on its suspended stack, so it lasts until the
+    /// coroutine is resumed (the lifetime is erased where it is stored,
+    /// `Local::suspend_waiting`).
+    pub(crate) waiting: WaitingOn<'static>,
     /// Identifies this task's live timer heap entry (0: none). Cleared when
     /// the entry fires or the task is resumed before it (the entry then
     /// stays in the heap, stale, until it fires or is compacted away).

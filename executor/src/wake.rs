@@ -102,8 +102,8 @@ impl WakeState {
             .is_ok()
     }
 
-    /// Whether the coroutine is parked (for the loom models' assertions).
-    #[cfg(loom)]
+    /// Whether the coroutine is parked: for diagnostics (a runtime's dump,
+    /// the loom models' assertions).
     #[must_use]
     pub fn is_waiting(&self) -> bool {
         // Relaxed: a snapshot for diagnostics only.

@@ -59,6 +59,7 @@ use crate::job::Job;
 use crate::queues::{RunQueue, TaskTable};
 use crate::shared::{ExecutorShared, RuntimeShared};
 use crate::stack::{self, StackPool};
+use crate::stall::Watch;
 use crate::task::{Suspend, TaskHeader};
 
 /// The executor's thread-confined state.
@@ -66,7 +67,7 @@ pub(crate) struct Local {
     pub(crate) shared: Arc<ExecutorShared>,
     pub(crate) runtime: Arc<RuntimeShared>,
     run_queue: RefCell<RunQueue>,
-    tasks: RefCell<TaskTable>,
+    pub(crate) tasks: RefCell<TaskTable>,
     timers: RefCell<BinaryHeap<Reverse<(Instant, u64, usize)>>>,
     next_timer_seq: Cell<u64>,
     /// Heap entries whose coroutine was woken before the deadline.
@@ -96,10 +97,10 @@ pub(crate) struct Local {
     run_next_streak: Cell<u32>,
     /// Jobs spawned here by this executor's coroutines, not started yet:
     /// newest first (depth-first); idle executors steal the oldest.
-    spawns: Worker<Job>,
+    pub(crate) spawns: Worker<Job>,
     /// Jobs placed here from outside or pinned (`spawn_on`), not started
     /// yet: in arrival order, never stolen.
-    placed: RefCell<VecDeque<Job>>,
+    pub(crate) placed: RefCell<VecDeque<Job>>,
     /// Scheduling decisions so far, for the periodic fairness checks.
     ticks: Cell<u32>,
     /// Set while a coroutine runs inside another's park (a direct
@@ -111,6 +112,12 @@ pub(crate) struct Local {
     spare_headers: RefCell<Vec<Arc<TaskHeader>>>,
     /// Mirror of `shared.idle` as this thread last set it.
     idle: Cell<bool>,
+    /// The watch this executor holds over a stall (it was the last to go
+    /// idle), and since when: kept across the parks of one stall epoch.
+    watch: Cell<Option<(Watch, Instant)>>,
+    /// Set when it comes back from a park counted idle; the next run is
+    /// progress (`stall.rs`).
+    after_park: Cell<bool>,
     /// When the stack pool next gives back the memory of stacks that sat
     /// unused since the last time (every [`stack::TRIM_PERIOD`]).
     next_trim: Cell<Instant>,
@@ -203,6 +210,8 @@ pub(crate) fn run_executor<H>(
         nested: Cell::new(false),
         idle: Cell::new(false),
         next_trim: Cell::new(Instant::now() + stack::TRIM_PERIOD),
+        watch: Cell::new(None),
+        after_park: Cell::new(false),
     };
     CURRENT.with(|c| c.set(&local));
     let park = install_park(&local);

@@ -73,6 +73,10 @@ impl Local {
                 next = self.next_runnable().or_else(|| self.steal());
             }
             if let Some(runnable) = next {
+                if self.after_park.get() {
+                    self.after_park.set(false);
+                    self.runtime.stall.progress();
+                }
                 match runnable {
                     Runnable::Slot(slot) => self.run_task(slot),
                     Runnable::Job(job) => self.launch(job),
@@ -122,6 +126,14 @@ impl Local {
                 continue;
             }
             let mut earliest = self.earliest_deadline();
+            // Counted idle for stall reports: no coroutine deadline here.
+            let stall_at = match self.runtime.stall_report {
+                Some(period) if earliest.is_none() => Some(self.enter_idle(period)),
+                _ => None,
+            };
+            if let Some(Some(at)) = stall_at {
+                earliest = Some(at);
+            }
             if self.pool.borrow().holds_spare_memory() {
                 // Wake up for the next trim: an idle executor gives its
                 // unused stacks' memory back too.
@@ -131,7 +143,56 @@ impl Local {
             if self.shared.inbox.park(parker, earliest) {
                 bump(&self.shared.counters.parks, 1);
             }
+            if let Some(at) = stall_at {
+                self.leave_idle(at);
+            }
         }
+    }
+
+    /// Counts this executor idle, about to park with no coroutine
+    /// deadline. If that makes every executor idle, it watches for a stall:
+    /// the time at which to report one (kept across parks while nothing
+    /// runs, so a wake for a stack trim does not put the report off).
+    fn enter_idle(&self, period: std::time::Duration) -> Option<Instant> {
+        let n = self.runtime.executors();
+        let Some(watch) = self.runtime.stall.enter(n) else {
+            self.watch.set(None);
+            return None;
+        };
+        let since = match self.watch.get() {
+            Some((held, since)) if held == watch => since,
+            _ => Instant::now(),
+        };
+        self.watch.set(Some((watch, since)));
+        Some(since + period)
+    }
+
+    /// Back from a park counted idle (`stall_at`: when a stall would be
+    /// reported, if this executor watches): reports the stall if it is
+    /// due, still holds and was not reported yet, then counts itself out.
+    fn leave_idle(&self, stall_at: Option<Instant>) {
+        let stall = &self.runtime.stall;
+        if let (Some(at), Some((watch, since))) = (stall_at, self.watch.get()) {
+            let n = self.runtime.executors();
+            // SeqCst: pairs with spawns and finishes (`RuntimeShared::live`).
+            let live = self.runtime.live.load(Ordering::SeqCst);
+            if Instant::now() >= at
+                && live > 0
+                && stall.still_stalled(watch, n)
+                && stall.claim_report(watch.epoch)
+            {
+                let dump = self.runtime.dump(Some(self));
+                eprintln!(
+                    "swco: stalled: {}, none runnable and none with a deadline, nothing woken \
+                     for {:.1?}. This is a report, not an abort: a plain thread (or a coroutine \
+                     of another runtime) may still wake them.\n{dump}",
+                    crate::dump::count(live, "live coroutine"),
+                    since.elapsed()
+                );
+            }
+        }
+        stall.leave();
+        self.after_park.set(true);
     }
 
     /// Publishes whether this executor has nothing to run.

@@ -160,7 +160,11 @@ impl Local {
         let mut jobs = std::mem::take(&mut spare.spawns);
         drop(spare);
         for job in jobs.drain(..) {
-            self.start(job);
+            if job.is_request() {
+                job.serve(self);
+            } else {
+                self.start(job);
+            }
         }
         // Hand the (empty, still allocated) buffer back for the next swap.
         self.spare.borrow_mut().spawns = jobs;

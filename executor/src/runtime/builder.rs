@@ -6,6 +6,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
+use std::time::Duration;
 
 use crate::sync::Parker;
 
@@ -17,6 +18,7 @@ use crate::park;
 use crate::placement::Placement;
 use crate::shared::{ExecutorShared, RuntimeShared};
 use crate::stack::{self, page_size, DEFAULT_STACK_SIZE, MIN_STACK_SIZE};
+use crate::stall::StallWatch;
 
 /// The default number of executors: one per CPE of an SW26010 core group.
 pub const DEFAULT_EXECUTORS: usize = 64;
@@ -46,7 +48,11 @@ pub struct RuntimeBuilder {
     placement: Placement,
     guard_pages: stack::GuardPages,
     max_stacks: usize,
+    stall_report: Option<Duration>,
 }
+
+/// The default period of [`RuntimeBuilder::stall_report`].
+pub const DEFAULT_STALL_REPORT: Duration = Duration::from_secs(10);
 
 impl Default for RuntimeBuilder {
     fn default() -> Self {
@@ -56,6 +62,7 @@ impl Default for RuntimeBuilder {
             placement: Placement::default(),
             guard_pages: stack::GuardPages::Auto,
             max_stacks: usize::MAX,
+            stall_report: Some(DEFAULT_STALL_REPORT),
         }
     }
 }
@@ -106,6 +113,39 @@ impl RuntimeBuilder {
     #[must_use]
     pub fn max_stacks(mut self, per_executor: usize) -> Self {
         self.max_stacks = per_executor;
+        self
+    }
+
+    /// After how long a stalled runtime reports itself on stderr (`None`:
+    /// never); 10 s by default.
+    ///
+    /// A runtime is stalled when it has live coroutines, none of them is
+    /// runnable, none waits with a deadline (a sleep, a timed operation),
+    /// and nothing has been woken for that long: typically coroutines that
+    /// wait on each other. It then writes a [`dump`](Runtime::dump) of its
+    /// coroutines to stderr, once per stall, under a first line that
+    /// contains `stalled`. It is a report, not an abort: a plain thread may
+    /// still wake them, and the runtime goes on.
+    ///
+    /// Dropping (or shutting down) a runtime whose coroutines do not finish
+    /// writes the same report after the same period, and keeps waiting.
+    ///
+    /// The accounting happens only when an executor parks and unparks, so
+    /// a busy runtime pays nothing for it.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use swco_executor::Runtime;
+    /// let rt = Runtime::builder()
+    ///     .executors(2)
+    ///     .stall_report(Some(Duration::from_secs(60)))
+    ///     .build()
+    ///     .unwrap();
+    /// # drop(rt);
+    /// ```
+    #[must_use]
+    pub fn stall_report(mut self, after: Option<Duration>) -> Self {
+        self.stall_report = after;
         self
     }
 
@@ -183,6 +223,8 @@ impl RuntimeBuilder {
             closed: AtomicBool::new(false),
             idle: Mutex::new(()),
             idle_changed: Condvar::new(),
+            stall: StallWatch::new(),
+            stall_report: self.stall_report,
         });
         let runtime = Runtime {
             shared: shared.clone(),

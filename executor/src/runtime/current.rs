@@ -161,7 +161,10 @@ pub fn sleep_until(deadline: Instant) {
                 // timer (or a cancelling shutdown) resumes it; the loop
                 // absorbs any early return all the same.
                 if header.state.prepare_park() {
-                    local.suspend(Suspend::Park(Some(deadline)));
+                    local.park_on(
+                        Some(deadline),
+                        swco_channel::hook::WaitingOn::op(swco_channel::hook::Op::Sleep),
+                    );
                 }
             }
             None => thread::sleep(deadline - now),

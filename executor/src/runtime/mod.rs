@@ -21,7 +21,7 @@ mod builder;
 mod current;
 mod spawn_builder;
 
-pub use builder::{RuntimeBuilder, DEFAULT_EXECUTORS, MAX_EXECUTORS};
+pub use builder::{RuntimeBuilder, DEFAULT_EXECUTORS, DEFAULT_STALL_REPORT, MAX_EXECUTORS};
 pub use current::{
     current_cpe, current_id, current_name, shutdown_requested, sleep, sleep_until, spawn, yield_now,
 };
@@ -33,6 +33,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::dump::RuntimeDump;
 use crate::error::{BuildError, ShutdownTimeout, SpawnError};
 use crate::executor::Local;
 use crate::join::JoinHandle;
@@ -196,6 +197,39 @@ impl Runtime {
         (&self.shared, self.on_own_executor())
     }
 
+    /// A snapshot of the live coroutines: for each, its id, name, executor,
+    /// state, what it waits on, where it was spawned and how much stack it
+    /// used. Its `Display` prints one line per coroutine, grouped by
+    /// executor, like a Go goroutine dump.
+    ///
+    /// Every executor writes its own part between two coroutines (a busy
+    /// one at its next pass through its loop, a parked one woken for it),
+    /// so no executor stops for longer than that; one that does not answer
+    /// within a second (a coroutine there runs without suspending) is
+    /// named instead. Called from a coroutine, it suspends only that
+    /// coroutine, which then shows as parked on the dump's own channel.
+    ///
+    /// ```
+    /// use swco_executor::{CoroutineState, Runtime};
+    /// let rt = Runtime::builder().executors(2).build().unwrap();
+    /// let (tx, rx) = swco_channel::mpmc::bounded::<u32>(0);
+    /// let h = rt.spawn_builder().name("waiter").spawn(move || rx.recv()).unwrap();
+    /// while !rt.dump().coroutines().iter().any(|c| c.state() == CoroutineState::Parked) {
+    ///     std::thread::yield_now();
+    /// }
+    /// let dump = rt.dump();
+    /// let waiter = &dump.coroutines()[0];
+    /// assert_eq!(waiter.name(), Some("waiter"));
+    /// assert!(waiter.waiting_on().starts_with("recv on mpmc channel (cas, capacity 0)"));
+    /// println!("{dump}");
+    /// tx.send(7).unwrap();
+    /// assert_eq!(h.join().unwrap(), Ok(7));
+    /// ```
+    #[must_use]
+    pub fn dump(&self) -> RuntimeDump {
+        self.shared.dump(None)
+    }
+
     /// Per-executor counters (relaxed snapshots). A coroutine's `finished`
     /// is counted just after its join handle is completed, so the totals are
     /// exact once [`shutdown`](Runtime::shutdown) has returned.
@@ -313,6 +347,30 @@ impl RuntimeShared {
         true
     }
 
+    /// [`wait_idle`](Self::wait_idle), but a wait with no deadline that
+    /// lasts the stall-report period writes the stall report (unless the
+    /// executors reported this very stall already) and goes on waiting.
+    fn wait_idle_or_report(&self, deadline: Option<Instant>) -> bool {
+        let (None, Some(period)) = (deadline, self.stall_report) else {
+            return self.wait_idle(deadline);
+        };
+        if self.wait_idle(Instant::now().checked_add(period)) {
+            return true;
+        }
+        // SeqCst: as in `wait_idle`.
+        let live = self.live.load(Ordering::SeqCst);
+        if self.stall.claim_report(self.stall.epoch()) {
+            let dump = self.dump(None);
+            eprintln!(
+                "swco: stalled: the runtime's shutdown (or drop) has waited {period:.1?} for \
+                 {} that have not finished. It keeps waiting: a plain thread may still \
+                 wake them.\n{dump}",
+                crate::dump::count(live, "live coroutine")
+            );
+        }
+        self.wait_idle(None)
+    }
+
     /// The shutdown proper: refuse spawns, wait for the live coroutines
     /// (until `deadline`), cancel what is left, stop the executors and join
     /// their `threads`.
@@ -323,7 +381,7 @@ impl RuntimeShared {
     ) -> Result<(), ShutdownTimeout> {
         // SeqCst: see the module invariants.
         self.closed.store(true, Ordering::SeqCst);
-        let timed_out = !self.wait_idle(deadline);
+        let timed_out = !self.wait_idle_or_report(deadline);
         // Relaxed: the report is a snapshot.
         let blocked: Vec<usize> = self
             .executors

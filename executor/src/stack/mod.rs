@@ -74,6 +74,36 @@ pub(crate) fn page_size() -> usize {
     }
 }
 
+/// How deep the stack `low..top` (its usable part, page-aligned) has
+/// been used: the bytes from `top` down to the lowest page of it that is
+/// resident, as `mincore` says. `buf` is scratch space, kept by the caller
+/// across calls.
+///
+/// Measured at page granularity, and a page counts once anything touched
+/// it: a stack reused from its executor's free list still holds the pages
+/// its earlier coroutines touched (until the pool gives them back to the
+/// OS, after a trim period unused), so the figure is the deepest use of
+/// that stack, an upper bound for the coroutine on it now.
+pub(crate) fn high_water(low: usize, top: usize, buf: &mut Vec<u8>) -> usize {
+    let page = page_size();
+    if top <= low || low % page != 0 {
+        return 0;
+    }
+    let pages = (top - low) / page;
+    buf.clear();
+    buf.resize(pages, 0);
+    // SAFETY: `mincore` only reads the page tables of `low..top` and writes
+    // one byte per page into `buf`, which has that many. A range that is no
+    // longer (or not wholly) mapped makes it fail with `ENOMEM`, not fault.
+    let r = unsafe { libc::mincore(low as *mut libc::c_void, top - low, buf.as_mut_ptr()) };
+    if r != 0 {
+        return 0;
+    }
+    buf.iter()
+        .position(|&b| b & 1 != 0)
+        .map_or(0, |lowest| (pages - lowest) * page)
+}
+
 /// The stack type coroutines run on.
 pub(crate) type CoStack = SlabStack;
 
