@@ -92,9 +92,32 @@ pub(crate) struct Chan<T, M: Mode, P: Protocol> {
     made_at: &'static Location<'static>,
 }
 
-impl<T, M: Mode, P: Protocol> Describe for Chan<T, M, P> {
+/// A channel seen as the object of a receive (`RECV`) or a send: what an
+/// operation blocked on it waits on. A view of the channel itself (no copy,
+/// no allocation), so that the descriptor is the channel's address and
+/// this view's table.
+#[repr(transparent)]
+pub(crate) struct BlockedOn<C, const RECV: bool>(C);
+
+impl<T, M: Mode, P: Protocol, const RECV: bool> Describe for BlockedOn<Chan<T, M, P>, RECV> {
+    fn op(&self) -> Op {
+        if RECV {
+            Op::Recv
+        } else {
+            Op::Send
+        }
+    }
+
     fn describe(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        crate::waiting_on::describe_channel(f, M::NAME, P::NAME, self.capacity(), self.made_at)
+        let chan = &self.0;
+        crate::waiting_on::describe_channel(
+            f,
+            self.op(),
+            M::NAME,
+            P::NAME,
+            chan.capacity(),
+            chan.made_at,
+        )
     }
 }
 
@@ -115,10 +138,14 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
         }
     }
 
-    /// What an operation of kind `op` on this channel waits on.
-    #[inline]
-    pub(crate) fn waiting_on(&self, op: Op) -> WaitingOn<'_> {
-        WaitingOn::on(op, self)
+    /// What a receive (`RECV`) or a send blocked on this channel waits on.
+    #[inline(always)]
+    pub(crate) fn waiting_on<const RECV: bool>(&self) -> WaitingOn<'_> {
+        // SAFETY: `BlockedOn` is a `repr(transparent)` wrapper of the
+        // channel, so the cast reference points at a valid value of it, for
+        // as long as `self` is borrowed.
+        let view = unsafe { &*(self as *const Self).cast::<BlockedOn<Self, RECV>>() };
+        WaitingOn::on(view)
     }
 
     /// Address and size of each word written by a different party, in
@@ -396,7 +423,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
                     wait_on(
                         &*self.senders,
                         park,
-                        self.waiting_on(Op::Send),
+                        self.waiting_on::<false>(),
                         deadline,
                         <M::Rx<P> as Cursor>::CLAIM_SYNCS_WITH_WAITERS,
                         || self.still_full(),
@@ -625,7 +652,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
                     wait_on(
                         &*self.receivers,
                         park,
-                        self.waiting_on(Op::Recv),
+                        self.waiting_on::<true>(),
                         deadline,
                         <M::Tx<P> as Cursor>::CLAIM_SYNCS_WITH_WAITERS,
                         || self.still_empty(),
@@ -698,7 +725,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
             // now on, or it was settled meanwhile (then the look below sees
             // it).
             zero.rewake(partner, &park.waker());
-            match zero.wait_filled(partner, park, self.waiting_on(Op::Recv), None) {
+            match zero.wait_filled(partner, park, self.waiting_on::<true>(), None) {
                 Filled::Got(msg) => Some(msg),
                 Filled::Released | Filled::GaveUp => None,
             }
@@ -897,6 +924,11 @@ impl<W: Waiters> Drop for Registered<'_, W> {
 
 /// A zero-capacity channel, as its rendezvous's blocking `wait` sees it.
 impl<T, M: Mode, P: Protocol> Peers for Chan<T, M, P> {
+    #[inline(always)]
+    fn waiting_on<const RECV: bool>(&self) -> WaitingOn<'_> {
+        Chan::waiting_on::<RECV>(self)
+    }
+
     #[inline]
     fn gone(&self, side: Side) -> bool {
         self.peers_gone(side)

@@ -94,7 +94,7 @@ use std::task::Waker;
 use std::time::Instant;
 
 use crate::backoff::Backoff;
-use crate::hook::{Describe, Op, Park, WaitingOn};
+use crate::hook::{Park, WaitingOn};
 use crate::lock::RawLock;
 use crate::sync::{Arc, Ordering, UnsafeCell};
 use crate::updt::{UpdtCell, UpdtClaim};
@@ -1220,7 +1220,7 @@ impl<T, L: RawLock> Rendezvous<T, L> {
             // suspension, or never if it finishes first). Else the packet
             // leaves the queue and the unwinding goes on at once, the
             // message still the caller's.
-            let on = WaitingOn::on(if RECV { Op::Recv } else { Op::Send }, chan);
+            let on = chan.waiting_on::<RECV>();
             if let Err(payload) = catch_unwind(AssertUnwindSafe(|| park.park_on(deadline, on))) {
                 let mut guard = guard;
                 guard.armed = false;
@@ -1274,7 +1274,7 @@ impl<T, L: RawLock> Rendezvous<T, L> {
         deadline: Option<Instant>,
         chan: &impl Peers,
     ) -> Result<Option<T>, (Option<T>, bool)> {
-        match self.wait_filled(&partner, park, WaitingOn::on(Op::Recv, chan), deadline) {
+        match self.wait_filled(&partner, park, chan.waiting_on::<true>(), deadline) {
             Filled::Got(got) => Ok(Some(got)),
             Filled::GaveUp => Err((None, !chan.gone(Side::Recv))),
             Filled::Released => self.wait::<true>(None, park, deadline, chan),
@@ -1284,7 +1284,10 @@ impl<T, L: RawLock> Rendezvous<T, L> {
 
 /// What a blocking [`Rendezvous::wait`] needs of its channel, about the
 /// side its party meets.
-pub(crate) trait Peers: Describe {
+pub(crate) trait Peers {
+    /// What a receive (`RECV`) or a send waiting on the channel waits on.
+    fn waiting_on<const RECV: bool>(&self) -> WaitingOn<'_>;
+
     /// Whether the other side's endpoints are all gone; read under the lock
     /// (invariant 4).
     fn gone(&self, side: Side) -> bool;

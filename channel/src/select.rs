@@ -361,7 +361,7 @@ impl<T, M: Mode, P: Protocol> Op for RecvArm<'_, T, M, P> {
     }
 
     fn waits_on(&self) -> Option<WaitingOn<'_>> {
-        Some(self.chan.waiting_on(OpKind::Recv))
+        Some(self.chan.waiting_on::<true>())
     }
 
     // Always: the macro's first try (`try_now`) calls it statically, and a
@@ -440,8 +440,7 @@ impl<T, M: Mode, P: Protocol> Op for RecvArm<'_, T, M, P> {
         let zero = self.chan.zero().expect("a zero-capacity channel");
         let got = match park {
             Some(park) => {
-                match zero.wait_filled(&packet, park, self.chan.waiting_on(OpKind::Recv), deadline)
-                {
+                match zero.wait_filled(&packet, park, self.chan.waiting_on::<true>(), deadline) {
                     Filled::Got(msg) => Some(msg),
                     Filled::Released | Filled::GaveUp => None,
                 }
@@ -538,7 +537,7 @@ impl<T, M: Mode, P: Protocol> Op for SendReady<'_, T, M, P> {
     }
 
     fn waits_on(&self) -> Option<WaitingOn<'_>> {
-        Some(self.tx.chan.waiting_on(OpKind::Send))
+        Some(self.tx.chan.waiting_on::<false>())
     }
 
     #[inline]
@@ -692,7 +691,7 @@ impl<T, M: Mode, P: Protocol, F: FnOnce() -> T> Op for SendArm<'_, T, M, P, F> {
     }
 
     fn waits_on(&self) -> Option<WaitingOn<'_>> {
-        Some(self.tx.chan.waiting_on(OpKind::Send))
+        Some(self.tx.chan.waiting_on::<false>())
     }
 
     #[inline]
@@ -1192,9 +1191,17 @@ fn wait_for<L: OpList + ?Sized>(
 struct Waits<'a, L: ?Sized>(&'a L);
 
 impl<L: OpList + ?Sized> Describe for Waits<'_, L> {
+    fn op(&self) -> OpKind {
+        OpKind::Select
+    }
+
     fn describe(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.0.count();
-        write!(f, "{n} operation{}", if n == 1 { "" } else { "s" })?;
+        write!(
+            f,
+            "select on {n} operation{}",
+            if n == 1 { "" } else { "s" }
+        )?;
         let mut first = true;
         for i in 0..n {
             if let Some(on) = self.0.peek(i).and_then(|op| op.waits_on()) {
@@ -1277,7 +1284,7 @@ fn block<L: OpList + ?Sized>(
         // receive (`rendezvous.rs`); the unwinding goes on at the next
         // blocking operation or suspension.
         let waits = Waits(&*registered.ops);
-        let on = WaitingOn::on(OpKind::Select, &waits);
+        let on = WaitingOn::on(&waits);
         if let Err(payload) = catch_unwind(AssertUnwindSafe(|| park.park_on(deadline, on))) {
             if let Some(token) = registered.token.take() {
                 let served = token.close().err();

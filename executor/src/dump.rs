@@ -17,7 +17,7 @@
 //! What each part says of a coroutine is read from its task on its own
 //! executor thread, while it is suspended: its spawn info (id, name, site),
 //! whether it is parked (its wake state), what its last park said it waits
-//! on (`Task::waiting`), and its stack's high-water mark (`mincore` over its
+//! on (`TaskHeader::waiting`), and its stack's high-water mark (`mincore` over its
 //! stack: see [`stack::high_water`](crate::stack::high_water)).
 //!
 //! [`Runtime::dump`]: crate::Runtime::dump
@@ -281,10 +281,9 @@ impl Local {
                 } else {
                     CoroutineState::Parked
                 };
-                // Parked: `waiting` is its current park's (see
-                // `Task::waiting`), and the coroutine stays suspended
-                // while it is read.
-                (state, task.waiting.to_string())
+                // SAFETY: parked, on its executor thread, between
+                // resumes (we are the executor loop).
+                (state, unsafe { header.waiting.get() }.to_string())
             } else {
                 (CoroutineState::Runnable, String::new())
             };

@@ -320,9 +320,14 @@ impl SpawnInfo {
     }
 }
 
+/// A coroutine's info is what a join on it waits on.
 impl Describe for SpawnInfo {
+    fn op(&self) -> Op {
+        Op::Join
+    }
+
     fn describe(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "coroutine #{}", self.id)?;
+        write!(f, "join on coroutine #{}", self.id)?;
         if let Some(name) = &self.name {
             write!(f, " {name:?}")?;
         }
@@ -579,7 +584,7 @@ impl<T> JoinHandle<T> {
                     registered = Some(waker);
                 }
             }
-            park.park_on(deadline, WaitingOn::on(Op::Join, &slot.info));
+            park.park_on(deadline, WaitingOn::on(&slot.info));
         }
     }
 
@@ -610,7 +615,7 @@ impl<T> JoinHandle<T> {
                     s.joiner = Some(waker);
                 }
             }
-            park.park_on(None, WaitingOn::on(Op::Join, &slot_of(&self.slot).info));
+            park.park_on(None, WaitingOn::on(&slot_of(&self.slot).info));
         }
     }
 

@@ -23,7 +23,7 @@ use std::time::Instant;
 use swco_channel::hook::{self, Op, Park, WaitingOn};
 
 use crate::executor::Local;
-use crate::task::TaskHeader;
+use crate::task::{Suspend, TaskHeader};
 
 /// The park hook installed on executor threads: inside a coroutine, parking
 /// suspends the coroutine; elsewhere it falls back to parking the thread.
@@ -100,6 +100,13 @@ impl Park for CoroutinePark {
         let Some((local, header)) = self.running() else {
             return self.fallback.park_on(deadline, on);
         };
+        // Recorded first, so that `on` need not be kept across the calls
+        // below. If the coroutine does not suspend after all, nothing reads
+        // it: it is read only while the coroutine is parked, and every park
+        // records its own first.
+        // SAFETY: the running coroutine, on its executor thread, about to
+        // park in the operation `on` borrows from (or not park at all).
+        unsafe { header.waiting.set(on) };
         // A cancellation a rendezvous receive put off goes on now.
         hook::resume_deferred_unwind();
         if deadline.is_some_and(|d| Instant::now() >= d) {
@@ -107,8 +114,8 @@ impl Park for CoroutinePark {
         }
         if header.state.prepare_park() {
             match deadline {
-                None => local.park_running(on),
-                Some(_) => local.park_on(deadline, on),
+                None => local.park_running(),
+                Some(_) => local.suspend(Suspend::Park(deadline)),
             }
         }
     }

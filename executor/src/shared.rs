@@ -205,6 +205,20 @@ impl RuntimeShared {
         }
     }
 
+    /// The runtime's progress for stall reports (`stall.rs`): coroutines
+    /// resumed and started, summed over the executors' own counters.
+    pub(crate) fn progress(&self) -> u64 {
+        self.executors
+            .iter()
+            // Relaxed: ordered by the stall accounting's `SeqCst` count
+            // (see `stall.rs`).
+            .map(|e| {
+                e.counters.switches.load(Ordering::Relaxed)
+                    + e.counters.spawned.load(Ordering::Relaxed)
+            })
+            .sum()
+    }
+
     pub(crate) fn executors(&self) -> usize {
         self.executors.len()
     }

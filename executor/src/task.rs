@@ -15,7 +15,8 @@ use std::task::Waker;
 use std::time::Instant;
 
 use corosensei::{Coroutine, Yielder};
-use swco_channel::hook::WaitingOn;
+use std::cell::UnsafeCell;
+use swco_channel::hook::{Op, WaitingOn};
 
 use crate::inbox::WakeLink;
 use crate::join::SpawnInfo;
@@ -28,9 +29,7 @@ pub(crate) enum Suspend {
     /// `yield_now`: run me again after the others.
     Yield,
     /// Parked on a channel or join: run me when woken or at the deadline.
-    /// It waits on the second field, borrowed for as long as it stays
-    /// parked (see [`Task::waiting`]).
-    Park(Option<Instant>, WaitingOn<'static>),
+    Park(Option<Instant>),
 }
 
 pub(crate) type Co = Coroutine<(), Suspend, (), stack::CoStack>;
@@ -67,6 +66,59 @@ pub(crate) struct TaskHeader {
     /// (`Spawned::launch`), which holds the allocation it points into;
     /// only the home executor thread touches it.
     pub(crate) info: AtomicPtr<SpawnInfo>,
+    /// What it waits on, as its last park said (for a runtime's dump).
+    pub(crate) waiting: WaitingCell,
+}
+
+/// What a coroutine waits on, as its last park said: written by the
+/// coroutine as it parks, read by its executor's dump while it is parked;
+/// both on the home executor thread, so no synchronisation.
+///
+/// The descriptor borrows from the frame of the operation that parks
+/// (its channel, say), which stays on the coroutine's suspended stack until
+/// the coroutine is resumed; its lifetime is erased here, and only a read
+/// while the coroutine is still parked in that operation may look at it.
+pub(crate) struct WaitingCell(UnsafeCell<WaitingOn<'static>>);
+
+// SAFETY: only the home executor thread touches the cell (the contracts of
+// `set` and `get`); other threads holding the header never do.
+unsafe impl Send for WaitingCell {}
+// SAFETY: as above.
+unsafe impl Sync for WaitingCell {}
+
+impl WaitingCell {
+    fn new() -> Self {
+        WaitingCell(UnsafeCell::new(WaitingOn::op(Op::Park)))
+    }
+
+    /// Records what the coroutine is about to park on.
+    ///
+    /// # Safety
+    ///
+    /// Called by the coroutine itself, on its home executor thread, on its
+    /// way into a park in the operation that `on` borrows from (it may
+    /// still not suspend, if a wake came first).
+    #[inline(always)]
+    pub(crate) unsafe fn set(&self, on: WaitingOn<'_>) {
+        // SAFETY: only the lifetime changes; `get`'s contract keeps reads
+        // within the park that `on` outlives. Only this thread touches the
+        // cell (our contract), and nothing reads it while this runs.
+        unsafe {
+            *self.0.get() = std::mem::transmute::<WaitingOn<'_>, WaitingOn<'static>>(on);
+        }
+    }
+
+    /// What the coroutine's current park waits on.
+    ///
+    /// # Safety
+    ///
+    /// On the home executor thread, between resumes, while the coroutine
+    /// is parked (its wake state `WAITING`): its last park set the cell
+    /// (every park does), and the borrow inside lasts until it is resumed.
+    pub(crate) unsafe fn get(&self) -> WaitingOn<'_> {
+        // SAFETY: our contract: this thread only, no write under way.
+        unsafe { *self.0.get() }
+    }
 }
 
 /// Where a coroutine's stack is, and about where its stack pointer was and
@@ -158,6 +210,7 @@ impl TaskHeader {
         self.slot = slot;
         *self.cancel_raised.get_mut() = false;
         *self.info.get_mut() = std::ptr::null_mut();
+        self.waiting = WaitingCell::new();
         self.parked = ParkedAt::new(stack_top, body);
     }
 
@@ -178,6 +231,7 @@ impl TaskHeader {
             parked: ParkedAt::new(stack_top, body),
             lent: None,
             info: AtomicPtr::new(std::ptr::null_mut()),
+            waiting: WaitingCell::new(),
         }
     }
 }
@@ -190,13 +244,6 @@ pub(crate) struct Task {
     pub(crate) yielder: *const Yielder<(), Suspend>,
     /// Lowest address of the stack's guard page (for the overflow message).
     pub(crate) guard: usize,
-    /// What it waits on, as its last park said. Read only while it is
-    /// parked (its wake state `WAITING`) and only on this thread, between
-    /// resumes: the borrow inside was made by the operation it is parked
-    /// in, whose frame is on its suspended stack, so it lasts until the
-    /// coroutine is resumed (the lifetime is erased where it is stored,
-    /// `Local::suspend_waiting`).
-    pub(crate) waiting: WaitingOn<'static>,
     /// Identifies this task's live timer heap entry (0: none). Cleared when
     /// the entry fires or the task is resumed before it (the entry then
     /// stays in the heap, stale, until it fires or is compacted away).

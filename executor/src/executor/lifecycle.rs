@@ -28,10 +28,8 @@ use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
 
 use corosensei::{Coroutine, CoroutineResult, Yielder};
-use swco_channel::hook::{Op, WaitingOn};
 
 use super::Local;
 use crate::job::{Cancelled, Job, Start};
@@ -56,7 +54,7 @@ impl Local {
     pub(crate) fn suspend(&self, why: Suspend) {
         assert!(self.can_suspend(), "swco: suspend outside a coroutine");
         let yielder = self.yielder.get();
-        if matches!(why, Suspend::Park(..)) {
+        if matches!(why, Suspend::Park(_)) {
             self.record_park();
         }
         // SAFETY: `yielder` is the running coroutine's Yielder: set when the
@@ -74,7 +72,7 @@ impl Local {
     /// top of this coroutine's stack (a direct hand-off: one switch, no
     /// pass through the executor loop); if it then woke this one back, this
     /// one goes on without suspending. Otherwise it suspends as usual.
-    pub(crate) fn park_running(&self, on: WaitingOn<'_>) {
+    pub(crate) fn park_running(&self) {
         if let Some(slot) = self.take_hand_off() {
             let me = self.running_header().map(|h| h.slot);
             self.run_nested(slot);
@@ -96,20 +94,7 @@ impl Local {
                 return;
             }
         }
-        self.park_on(None, on);
-    }
-
-    /// Suspends the running coroutine, parked until `deadline` (or woken),
-    /// waiting on `on`.
-    #[inline(always)]
-    pub(crate) fn park_on(&self, deadline: Option<Instant>, on: WaitingOn<'_>) {
-        // SAFETY: only the lifetime changes. The descriptor is kept in the
-        // task until the coroutine's next suspension, and read only while
-        // the coroutine is parked in this very call, on this thread
-        // (`Task::waiting`): `on` borrows from the frame of the operation
-        // that parks, which stays on the suspended stack until then.
-        let on = unsafe { std::mem::transmute::<WaitingOn<'_>, WaitingOn<'static>>(on) };
-        self.suspend(Suspend::Park(deadline, on));
+        self.suspend(Suspend::Park(None));
     }
 
     /// Notes where and when the running coroutine parks, for the prefetch
@@ -322,7 +307,6 @@ impl Local {
                 header,
                 yielder: std::ptr::null(),
                 guard,
-                waiting: WaitingOn::op(Op::Park),
                 timer_seq: 0,
             },
         );
@@ -357,8 +341,7 @@ impl Local {
             CoroutineResult::Yield(Suspend::Yield) => {
                 self.run_queue.borrow_mut().0.push_back(slot);
             }
-            CoroutineResult::Yield(Suspend::Park(deadline, on)) => {
-                task.waiting = on;
+            CoroutineResult::Yield(Suspend::Park(deadline)) => {
                 bump(&self.shared.counters.blocks, 1);
                 if let Some(d) = deadline {
                     self.arm_timer(slot, task, d);

@@ -59,7 +59,6 @@ use crate::job::Job;
 use crate::queues::{RunQueue, TaskTable};
 use crate::shared::{ExecutorShared, RuntimeShared};
 use crate::stack::{self, StackPool};
-use crate::stall::Watch;
 use crate::task::{Suspend, TaskHeader};
 
 /// The executor's thread-confined state.
@@ -112,12 +111,9 @@ pub(crate) struct Local {
     spare_headers: RefCell<Vec<Arc<TaskHeader>>>,
     /// Mirror of `shared.idle` as this thread last set it.
     idle: Cell<bool>,
-    /// The watch this executor holds over a stall (it was the last to go
-    /// idle), and since when: kept across the parks of one stall epoch.
-    watch: Cell<Option<(Watch, Instant)>>,
-    /// Set when it comes back from a park counted idle; the next run is
-    /// progress (`stall.rs`).
-    after_park: Cell<bool>,
+    /// The progress this executor watches over a stall (it was the last
+    /// to go idle), and since when: kept across the parks of one stall.
+    watch: Cell<Option<(u64, Instant)>>,
     /// When the stack pool next gives back the memory of stacks that sat
     /// unused since the last time (every [`stack::TRIM_PERIOD`]).
     next_trim: Cell<Instant>,
@@ -211,7 +207,6 @@ pub(crate) fn run_executor<H>(
         idle: Cell::new(false),
         next_trim: Cell::new(Instant::now() + stack::TRIM_PERIOD),
         watch: Cell::new(None),
-        after_park: Cell::new(false),
     };
     CURRENT.with(|c| c.set(&local));
     let park = install_park(&local);

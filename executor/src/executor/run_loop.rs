@@ -73,10 +73,6 @@ impl Local {
                 next = self.next_runnable().or_else(|| self.steal());
             }
             if let Some(runnable) = next {
-                if self.after_park.get() {
-                    self.after_park.set(false);
-                    self.runtime.stall.progress();
-                }
                 match runnable {
                     Runnable::Slot(slot) => self.run_task(slot),
                     Runnable::Job(job) => self.launch(job),
@@ -155,10 +151,12 @@ impl Local {
     /// runs, so a wake for a stack trim does not put the report off).
     fn enter_idle(&self, period: std::time::Duration) -> Option<Instant> {
         let n = self.runtime.executors();
-        let Some(watch) = self.runtime.stall.enter(n) else {
+        if !self.runtime.stall.enter(n) {
             self.watch.set(None);
             return None;
-        };
+        }
+        // Read after counting in: see `stall.rs`.
+        let watch = self.runtime.progress();
         let since = match self.watch.get() {
             Some((held, since)) if held == watch => since,
             _ => Instant::now(),
@@ -178,8 +176,9 @@ impl Local {
             let live = self.runtime.live.load(Ordering::SeqCst);
             if Instant::now() >= at
                 && live > 0
-                && stall.still_stalled(watch, n)
-                && stall.claim_report(watch.epoch)
+                && stall.all_idle(n)
+                && self.runtime.progress() == watch
+                && stall.claim_report(watch)
             {
                 let dump = self.runtime.dump(Some(self));
                 eprintln!(
@@ -192,7 +191,6 @@ impl Local {
             }
         }
         stall.leave();
-        self.after_park.set(true);
     }
 
     /// Publishes whether this executor has nothing to run.

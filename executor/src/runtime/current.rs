@@ -13,6 +13,7 @@ use crate::executor::Local;
 use crate::join::{JoinHandle, SpawnInfo};
 use crate::spawning::SpawnOptions;
 use crate::task::Suspend;
+use swco_channel::hook::{Op, WaitingOn};
 
 /// Spawns a coroutine on the current coroutine's runtime, placed by its
 /// policy.
@@ -160,11 +161,11 @@ pub fn sleep_until(deadline: Instant) {
                 // Nobody holds a waker for this coroutine, so only the
                 // timer (or a cancelling shutdown) resumes it; the loop
                 // absorbs any early return all the same.
+                // SAFETY: the running coroutine, on its executor thread,
+                // about to park.
+                unsafe { header.waiting.set(WaitingOn::op(Op::Sleep)) };
                 if header.state.prepare_park() {
-                    local.park_on(
-                        Some(deadline),
-                        swco_channel::hook::WaitingOn::op(swco_channel::hook::Op::Sleep),
-                    );
+                    local.suspend(Suspend::Park(Some(deadline)));
                 }
             }
             None => thread::sleep(deadline - now),

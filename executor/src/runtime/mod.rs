@@ -359,7 +359,7 @@ impl RuntimeShared {
         }
         // SeqCst: as in `wait_idle`.
         let live = self.live.load(Ordering::SeqCst);
-        if self.stall.claim_report(self.stall.epoch()) {
+        if self.stall.claim_report(self.progress()) {
             let dump = self.dump(None);
             eprintln!(
                 "swco: stalled: the runtime's shutdown (or drop) has waited {period:.1?} for \
