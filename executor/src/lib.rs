@@ -87,6 +87,7 @@ pub use stats::{ExecutorStats, Stats};
 pub mod model {
     pub use crate::inbox::{Inbox, InboxQueue, SpawnNode, Spawnable, WakeLink};
     pub use crate::join::{Completer, JoinSlot};
+    pub use crate::stall::StallWatch;
     pub use crate::wake::WakeState;
 }
 

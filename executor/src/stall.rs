@@ -42,20 +42,30 @@
 //! extra work at all; a progress mark of its own, even a thread-local flag
 //! tested per run, showed up in the instruction count of a hop.
 //!
-//! The models in `tests` check these with loom.
+//! The models in `loom-tests/tests/stall.rs` check these with loom (the
+//! crate's own tests cannot build under loom: a dev-dependency, tokio,
+//! refuses `--cfg loom`).
 
 use crate::sync::{AtomicU64, AtomicUsize, Ordering};
 
 /// The runtime-wide idle accounting (one per runtime).
-pub(crate) struct StallWatch {
+#[doc(hidden)]
+pub struct StallWatch {
     /// Executors parked with no coroutine deadline pending.
     idle: AtomicUsize,
     /// The progress value last reported as stalled (`u64::MAX`: none yet).
     reported: AtomicU64,
 }
 
+impl Default for StallWatch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl StallWatch {
-    pub(crate) fn new() -> Self {
+    #[must_use]
+    pub fn new() -> Self {
         StallWatch {
             idle: AtomicUsize::new(0),
             reported: AtomicU64::new(u64::MAX),
@@ -65,105 +75,33 @@ impl StallWatch {
     /// An executor of `n` is about to park with no coroutine deadline;
     /// `true` if that makes all `n` idle (it then watches: it reads the
     /// progress next).
-    pub(crate) fn enter(&self, n: usize) -> bool {
+    #[must_use]
+    pub fn enter(&self, n: usize) -> bool {
         // SeqCst: see the module invariants.
         self.idle.fetch_add(1, Ordering::SeqCst) + 1 == n
     }
 
     /// The executor is back from that park.
-    pub(crate) fn leave(&self) {
+    pub fn leave(&self) {
         self.idle.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// Whether all `n` executors are counted in (read before the progress
     /// it is checked with).
-    pub(crate) fn all_idle(&self, n: usize) -> bool {
+    #[must_use]
+    pub fn all_idle(&self, n: usize) -> bool {
         self.idle.load(Ordering::SeqCst) == n
     }
 
     /// Claims the report of the stall at progress value `progress`;
     /// `false` if it was already reported.
-    pub(crate) fn claim_report(&self, progress: u64) -> bool {
+    #[must_use]
+    pub fn claim_report(&self, progress: u64) -> bool {
         let last = self.reported.load(Ordering::SeqCst);
         last != progress
             && self
                 .reported
                 .compare_exchange(last, progress, Ordering::SeqCst, Ordering::SeqCst)
                 .is_ok()
-    }
-}
-
-#[cfg(all(test, loom))]
-mod tests {
-    use super::*;
-    use loom::sync::Arc;
-    use loom::thread;
-
-    /// Two executors and their progress counters (bumped only by their
-    /// owner, relaxed, as the executors' own counters are).
-    struct Runtime {
-        watch: StallWatch,
-        runs: [AtomicU64; 2],
-    }
-
-    impl Runtime {
-        fn new() -> Arc<Self> {
-            Arc::new(Runtime {
-                watch: StallWatch::new(),
-                runs: [AtomicU64::new(0), AtomicU64::new(0)],
-            })
-        }
-
-        fn progress(&self) -> u64 {
-            self.runs.iter().map(|r| r.load(Ordering::Relaxed)).sum()
-        }
-
-        /// Executor `me` runs something, then parks idle: the progress it
-        /// watches if it was the last.
-        fn run_then_idle(&self, me: usize) -> Option<u64> {
-            let r = &self.runs[me];
-            r.store(r.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-            self.watch.enter(2).then(|| self.progress())
-        }
-    }
-
-    /// Both executors run something, then go idle: whoever ends up last
-    /// holds a watch of the final progress, sees the stall, and it is
-    /// reported once.
-    #[test]
-    fn the_last_idle_executor_watches_the_final_progress() {
-        loom::model(|| {
-            let rt = Runtime::new();
-            let other = rt.clone();
-            let t = thread::spawn(move || other.run_then_idle(1));
-            let mine = rt.run_then_idle(0);
-            let theirs = t.join().unwrap();
-            let held: Vec<u64> = mine.into_iter().chain(theirs).collect();
-            assert_eq!(held.len(), 1, "exactly one executor is last");
-            assert_eq!(
-                held[0], 2,
-                "the watch missed progress: a false stall or a missed one"
-            );
-            assert!(rt.watch.all_idle(2) && rt.progress() == held[0]);
-            assert!(rt.watch.claim_report(held[0]));
-            assert!(!rt.watch.claim_report(held[0]), "reported twice");
-        });
-    }
-
-    /// Two watchers of one stall racing to report: one report.
-    #[test]
-    fn one_report_per_stall() {
-        loom::model(|| {
-            let rt = Runtime::new();
-            let other = rt.clone();
-            let t = thread::spawn(move || other.watch.claim_report(0));
-            let mine = rt.watch.claim_report(0);
-            let theirs = t.join().unwrap();
-            assert!(
-                mine ^ theirs,
-                "reported {} times",
-                u8::from(mine) + u8::from(theirs)
-            );
-        });
     }
 }
