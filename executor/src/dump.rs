@@ -306,6 +306,11 @@ impl Local {
             }
         }
         coroutines.sort_by_key(|c| c.id);
+        let deepest = coroutines.iter().map(|c| c.stack_high_water).max();
+        crate::shared::raise(
+            &self.shared.counters.stack_high_water,
+            deepest.unwrap_or(0) as u64,
+        );
         ExecutorPart {
             cpe,
             coroutines,

@@ -66,6 +66,18 @@ pub(crate) struct Counters {
     pub(crate) parks: AtomicU64,
     pub(crate) stacks_mapped: AtomicU64,
     pub(crate) stacks_released: AtomicU64,
+    /// The deepest stack use measured (a maximum, not a count).
+    pub(crate) stack_high_water: AtomicU64,
+}
+
+/// Raises `counter` to `value` if that is more (single writer, as
+/// [`bump`]).
+#[inline]
+pub(crate) fn raise(counter: &AtomicU64, value: u64) {
+    // Relaxed: statistics only, and only the executor thread writes.
+    if value > counter.load(Ordering::Relaxed) {
+        counter.store(value, Ordering::Relaxed);
+    }
 }
 
 #[inline]

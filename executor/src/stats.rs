@@ -40,6 +40,14 @@ pub struct ExecutorStats {
     /// (`MADV_DONTNEED`) because they sat unused for a whole trim period
     /// (250 ms); reusing one costs a few page faults.
     pub stacks_released: u64,
+    /// The deepest any coroutine stack of this executor has been used, in
+    /// bytes, at page granularity (a maximum, not a count). Measured with
+    /// `mincore` (resident pages) when the memory of free stacks goes back
+    /// to the OS, at every [`Runtime::dump`](crate::Runtime::dump) (the
+    /// live coroutines' stacks), and when the executor exits (every stack
+    /// it kept): exact for the whole run once
+    /// [`Runtime::shutdown`](crate::Runtime::shutdown) has returned.
+    pub stack_high_water: u64,
 }
 
 /// Per-executor counters of a runtime, indexed by executor.
@@ -65,6 +73,7 @@ impl Stats {
                 parks: a.parks + e.parks,
                 stacks_mapped: a.stacks_mapped + e.stacks_mapped,
                 stacks_released: a.stacks_released + e.stacks_released,
+                stack_high_water: a.stack_high_water.max(e.stack_high_water),
             })
     }
 }

@@ -446,3 +446,26 @@ fn a_drop_that_waits_for_a_busy_coroutine_reports() {
     assert_eq!(reports(&stderr), 1, "{stderr}");
     assert!(stderr.contains("\"busy\" [runnable]"), "{stderr}");
 }
+
+/// The stats keep the deepest stack use: exact once the runtime is shut
+/// down, whether or not a dump saw the coroutine.
+#[test]
+fn the_stats_keep_the_deepest_stack_use() {
+    let rt = Runtime::builder().executors(2).build().unwrap();
+    let (tx, rx) = spsc::bounded_with::<u8, Updt>(1);
+    let deep = rt.spawn_on(1, move || deep_then_wait(36, &rx)).unwrap();
+    let shallow = rt.spawn_on(0, || 1u8).unwrap();
+    assert_eq!(shallow.join().unwrap(), 1);
+    tx.send(4).unwrap();
+    assert_eq!(deep.join().unwrap(), 4);
+    rt.shutdown();
+    let stats = rt.stats();
+    let e1 = stats.executors[1].stack_high_water as usize;
+    assert!(e1 >= 36 * 1024, "36 KiB touched, {e1} measured");
+    assert!(e1 <= rt.stack_size());
+    assert!(stats.executors[0].stack_high_water > 0);
+    assert_eq!(
+        stats.total().stack_high_water as usize,
+        e1.max(stats.executors[0].stack_high_water as usize)
+    );
+}

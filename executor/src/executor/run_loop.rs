@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use super::schedule::Runnable;
 use super::Local;
-use crate::shared::{bump, StopMode};
+use crate::shared::{bump, raise, StopMode};
 use crate::stack;
 use crate::sync::Parker;
 
@@ -36,8 +36,13 @@ impl Local {
             return;
         }
         self.next_trim.set(now + stack::TRIM_PERIOD);
-        let released = self.pool.borrow_mut().trim();
+        let mut pool = self.pool.borrow_mut();
+        let released = pool.trim();
         bump(&self.shared.counters.stacks_released, released as u64);
+        raise(
+            &self.shared.counters.stack_high_water,
+            pool.high_water() as u64,
+        );
     }
 
     pub(super) fn run(&self, parker: &Parker) {
@@ -249,6 +254,8 @@ impl Local {
     /// than dropped, because dropping a suspended corosensei coroutine
     /// unwinds it from outside, where a blocking `Drop` cannot suspend.
     pub(super) fn leak_leftovers(&self) {
+        let deepest = self.pool.borrow_mut().measure_free();
+        crate::shared::raise(&self.shared.counters.stack_high_water, deepest as u64);
         let mut table = self.tasks.borrow_mut();
         while let Some(task) = table.take_any() {
             eprintln!(

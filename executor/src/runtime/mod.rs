@@ -252,6 +252,7 @@ impl Runtime {
                         parks: c.parks.load(Ordering::Relaxed),
                         stacks_mapped: c.stacks_mapped.load(Ordering::Relaxed),
                         stacks_released: c.stacks_released.load(Ordering::Relaxed),
+                        stack_high_water: c.stack_high_water.load(Ordering::Relaxed),
                     }
                 })
                 .collect(),

@@ -241,6 +241,9 @@ pub(crate) struct StackPool {
     stride: usize,
     free: Vec<SlabStack>,
     released: usize,
+    /// The deepest use measured of any stack whose memory was given back
+    /// (`release`), or found at [`measure_free`](Self::measure_free).
+    high_water: usize,
     /// Low-water mark of the free stacks holding memory since the last trim.
     unused: usize,
     current: Option<Rc<Mapping>>,
@@ -260,6 +263,7 @@ impl StackPool {
             stride: config.size() + page,
             free: Vec::new(),
             released: 0,
+            high_water: 0,
             unused: 0,
             current: None,
             next: 0,
@@ -402,12 +406,36 @@ impl StackPool {
         Ok(slab)
     }
 
-    /// Gives back the memory of the free stacks `free[cold]`.
+    /// The deepest use of a stack measured so far: of every stack whose
+    /// memory went back to the OS (measured just before), and of the free
+    /// stacks at the last [`measure_free`](Self::measure_free).
+    pub(crate) fn high_water(&self) -> usize {
+        self.high_water
+    }
+
+    /// Measures the free stacks that still hold memory (at executor exit:
+    /// the stacks of every coroutine that ran here, or of the last to use
+    /// each); returns [`high_water`](Self::high_water).
+    pub(crate) fn measure_free(&mut self) -> usize {
+        let mut buf = Vec::new();
+        for stack in &self.free[self.released..] {
+            let (low, top) = stack.usable(self.page);
+            self.high_water = self.high_water.max(super::high_water(low, top, &mut buf));
+        }
+        self.high_water
+    }
+
+    /// Gives back the memory of the free stacks `free[cold]`, measuring
+    /// how deep they were used first.
     fn release(&mut self, cold: std::ops::Range<usize>) {
         let mut ranges: Vec<(usize, usize)> = self.free[cold]
             .iter()
             .map(|s| s.usable(self.page))
             .collect();
+        let mut buf = Vec::new();
+        for &(low, top) in &ranges {
+            self.high_water = self.high_water.max(super::high_water(low, top, &mut buf));
+        }
         ranges.sort_unstable();
         // Merge stacks adjacent in memory (only a guard page apart); the
         // guard pages in between survive MADV_DONTNEED.
