@@ -130,6 +130,14 @@ impl<'a> WaitingOn<'a> {
     pub fn kind(&self) -> Op {
         self.0.op()
     }
+
+    /// Two descriptors with the same identity describe the same wait (the
+    /// same object, seen as the same operation): a dump formats it once.
+    #[must_use]
+    pub fn identity(&self) -> (usize, Op) {
+        let data = std::ptr::from_ref(self.0).cast::<()>() as usize;
+        (data, self.kind())
+    }
 }
 
 impl fmt::Display for WaitingOn<'_> {

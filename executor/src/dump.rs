@@ -22,12 +22,14 @@
 //!
 //! [`Runtime::dump`]: crate::Runtime::dump
 
+use std::collections::HashMap;
 use std::fmt;
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use swco_channel::hook::{Op, WaitingOn};
 use swco_channel::mpsc;
 
 use crate::executor::Local;
@@ -68,11 +70,11 @@ impl fmt::Display for CoroutineState {
 #[derive(Debug, Clone)]
 pub struct CoroutineDump {
     id: u64,
-    name: Option<String>,
+    name: Option<Arc<str>>,
     cpe: usize,
     state: CoroutineState,
-    waiting_on: String,
-    spawned_at: String,
+    waiting_on: Arc<str>,
+    spawned_at: Arc<str>,
     stack_high_water: usize,
 }
 
@@ -262,7 +264,10 @@ impl Local {
     pub(crate) fn dump_part(&self) -> ExecutorPart {
         let cpe = self.shared.index;
         let mut coroutines = Vec::new();
-        let mut buf = Vec::new();
+        let mut stacks = Vec::new();
+        // Many coroutines share a descriptor (they wait on one channel) and
+        // a spawn site: each is formatted once.
+        let mut texts = Texts::default();
         let tasks = self.tasks.borrow();
         for slot in 0..tasks.slot_count() {
             let Some(task) = tasks.get(slot) else {
@@ -283,29 +288,33 @@ impl Local {
                 };
                 // SAFETY: parked, on its executor thread, between
                 // resumes (we are the executor loop).
-                (state, unsafe { header.waiting.get() }.to_string())
+                (state, texts.waiting(unsafe { header.waiting.get() }))
             } else {
-                (CoroutineState::Runnable, String::new())
+                (CoroutineState::Runnable, texts.empty.clone())
             };
-            let top = header.parked.top();
-            let low = task.guard + crate::stack::page_size();
+            stacks.push((task.guard + crate::stack::page_size(), header.parked.top()));
             coroutines.push(CoroutineDump {
                 id: info.map_or(0, |i| i.id),
-                name: info.and_then(|i| i.name.as_deref().map(str::to_owned)),
+                name: info.and_then(|i| i.name.as_deref().map(Arc::from)),
                 cpe,
                 state,
                 waiting_on,
-                spawned_at: info.map_or_else(|| "?".to_owned(), SpawnInfo::site),
-                stack_high_water: crate::stack::high_water(low, top, &mut buf),
+                spawned_at: info.map_or_else(|| Arc::from("?"), |i| texts.site(i)),
+                stack_high_water: 0,
             });
         }
         drop(tasks);
+        let mut marks = vec![0; stacks.len()];
+        crate::stack::high_waters(&stacks, &mut marks);
+        for (c, mark) in coroutines.iter_mut().zip(marks) {
+            c.stack_high_water = mark;
+        }
         for job in self.placed.borrow().iter() {
             if let Some(info) = job.info() {
-                coroutines.push(not_started(info, cpe));
+                coroutines.push(not_started(info, cpe, &mut texts));
             }
         }
-        coroutines.sort_by_key(|c| c.id);
+        coroutines.sort_unstable_by_key(|c| c.id);
         let deepest = coroutines.iter().map(|c| c.stack_high_water).max();
         crate::shared::raise(
             &self.shared.counters.stack_high_water,
@@ -319,14 +328,41 @@ impl Local {
     }
 }
 
-fn not_started(info: &SpawnInfo, cpe: usize) -> CoroutineDump {
+/// Texts a dump part formats once and shares among its coroutines.
+#[derive(Default)]
+struct Texts {
+    empty: Arc<str>,
+    /// By descriptor (its data and table addresses).
+    waiting: HashMap<(usize, Op), Arc<str>>,
+    /// By spawn site.
+    sites: HashMap<usize, Arc<str>>,
+}
+
+impl Texts {
+    fn waiting(&mut self, on: WaitingOn<'_>) -> Arc<str> {
+        self.waiting
+            .entry(on.identity())
+            .or_insert_with(|| Arc::from(on.to_string()))
+            .clone()
+    }
+
+    fn site(&mut self, info: &SpawnInfo) -> Arc<str> {
+        let key = std::ptr::from_ref(info.at) as usize;
+        self.sites
+            .entry(key)
+            .or_insert_with(|| Arc::from(info.site()))
+            .clone()
+    }
+}
+
+fn not_started(info: &SpawnInfo, cpe: usize, texts: &mut Texts) -> CoroutineDump {
     CoroutineDump {
         id: info.id,
-        name: info.name.as_deref().map(str::to_owned),
+        name: info.name.as_deref().map(Arc::from),
         cpe,
         state: CoroutineState::NotStarted,
-        waiting_on: String::new(),
-        spawned_at: info.site(),
+        waiting_on: texts.empty.clone(),
+        spawned_at: texts.site(info),
         stack_high_water: 0,
     }
 }

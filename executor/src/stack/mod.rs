@@ -104,6 +104,48 @@ pub(crate) fn high_water(low: usize, top: usize, buf: &mut Vec<u8>) -> usize {
         .map_or(0, |lowest| (pages - lowest) * page)
 }
 
+/// [`high_water`] of many stacks at once: `stacks[i]` is a stack's
+/// usable `(low, top)`, and its mark goes to `marks[i]`. Stacks next to
+/// each other in memory (one guard page apart, as a slab carves them) are
+/// measured with one `mincore` per run of them rather than one each.
+pub(crate) fn high_waters(stacks: &[(usize, usize)], marks: &mut [usize]) {
+    let page = page_size();
+    let mut order: Vec<usize> = (0..stacks.len()).collect();
+    order.sort_unstable_by_key(|&i| stacks[i].0);
+    let mut buf = Vec::new();
+    let mut start = 0;
+    while start < order.len() {
+        // The run: each next stack starts one (guard) page above the top of
+        // the one before.
+        let mut end = start + 1;
+        while end < order.len() && stacks[order[end]].0 == stacks[order[end - 1]].1 + page {
+            end += 1;
+        }
+        let low = stacks[order[start]].0;
+        let top = stacks[order[end - 1]].1;
+        let whole = (top - low) / page;
+        buf.clear();
+        buf.resize(whole, 0);
+        // SAFETY: as in `high_water`: `mincore` writes one byte per page of
+        // `low..top` into `buf`, which has that many, and fails rather
+        // than faults on a range not wholly mapped.
+        let r = unsafe { libc::mincore(low as *mut libc::c_void, top - low, buf.as_mut_ptr()) };
+        for &i in &order[start..end] {
+            let (l, t) = stacks[i];
+            marks[i] = if r == 0 {
+                let pages = &buf[(l - low) / page..(t - low) / page];
+                pages
+                    .iter()
+                    .position(|&b| b & 1 != 0)
+                    .map_or(0, |lowest| (pages.len() - lowest) * page)
+            } else {
+                high_water(l, t, &mut Vec::new())
+            };
+        }
+        start = end;
+    }
+}
+
 /// The stack type coroutines run on.
 pub(crate) type CoStack = SlabStack;
 
