@@ -135,7 +135,7 @@ impl<'a> WaitingOn<'a> {
     /// same object, seen as the same operation): a dump formats it once.
     #[must_use]
     pub fn identity(&self) -> (usize, Op) {
-        let data = std::ptr::from_ref(self.0).cast::<()>() as usize;
+        let data = self.0 as *const dyn Describe as *const () as usize;
         (data, self.kind())
     }
 }

@@ -347,7 +347,7 @@ impl Texts {
     }
 
     fn site(&mut self, info: &SpawnInfo) -> Arc<str> {
-        let key = std::ptr::from_ref(info.at) as usize;
+        let key = info.at as *const std::panic::Location<'static> as usize;
         self.sites
             .entry(key)
             .or_insert_with(|| Arc::from(info.site()))
