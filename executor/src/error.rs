@@ -34,6 +34,9 @@ pub enum BuildError {
     },
     /// The OS refused to start an executor thread.
     Thread(std::io::Error),
+    /// [`dump_on_sigquit`](crate::RuntimeBuilder::dump_on_sigquit) could
+    /// not install its handler or start its thread.
+    Signal(std::io::Error),
 }
 
 impl fmt::Display for BuildError {
@@ -56,6 +59,7 @@ impl fmt::Display for BuildError {
                 "cannot map a coroutine stack of {requested} bytes: {error}"
             ),
             BuildError::Thread(e) => write!(f, "could not start an executor thread: {e}"),
+            BuildError::Signal(e) => write!(f, "could not set up the SIGQUIT dump: {e}"),
         }
     }
 }
@@ -63,7 +67,9 @@ impl fmt::Display for BuildError {
 impl std::error::Error for BuildError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            BuildError::Thread(e) | BuildError::StackTooLarge { error: e, .. } => Some(e),
+            BuildError::Thread(e)
+            | BuildError::Signal(e)
+            | BuildError::StackTooLarge { error: e, .. } => Some(e),
             _ => None,
         }
     }

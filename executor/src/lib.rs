@@ -51,6 +51,8 @@ mod runtime;
 #[cfg(not(loom))]
 mod shared;
 #[cfg(not(loom))]
+mod sigquit;
+#[cfg(not(loom))]
 mod spawning;
 #[cfg(not(loom))]
 mod stack;

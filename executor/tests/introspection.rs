@@ -469,3 +469,47 @@ fn the_stats_keep_the_deepest_stack_use() {
         e1.max(stats.executors[0].stack_high_water as usize)
     );
 }
+
+/// Opted in, `SIGQUIT` writes a dump to stderr and the program goes on.
+#[test]
+fn sigquit_writes_a_dump_when_asked_to() {
+    const NAME: &str = "sigquit_writes_a_dump_when_asked_to";
+    if common::in_child() {
+        let rt = Runtime::builder()
+            .executors(2)
+            .dump_on_sigquit(true)
+            .build()
+            .unwrap();
+        let (tx, rx) = mpmc::bounded::<u8>(0);
+        let h = rt
+            .spawn_builder()
+            .name("sleepy")
+            .spawn(move || rx.recv().unwrap())
+            .unwrap();
+        dump_until(&rt, |d| {
+            d.coroutines()
+                .iter()
+                .any(|c| c.state() == CoroutineState::Parked)
+        });
+        // SAFETY: raising a signal has no memory-safety preconditions; its
+        // handler only writes a byte to a pipe.
+        unsafe { libc::raise(libc::SIGQUIT) };
+        // The dump is written by its own thread; give it time, then go on
+        // (the parent checks that it was written).
+        thread::sleep(Duration::from_secs(3));
+        tx.send(8).unwrap();
+        assert_eq!(h.join().unwrap(), 8);
+        println!("went on after SIGQUIT");
+        return;
+    }
+    let out = run_child(NAME);
+    let stdout = out.stdout.clone();
+    let (status, stderr) = exited(NAME, out);
+    assert!(status.success(), "{stderr}");
+    assert!(stdout.contains("went on after SIGQUIT"), "{stdout}");
+    assert!(stderr.contains("swco: SIGQUIT"), "{stderr}");
+    assert!(
+        stderr.contains("\"sleepy\" [parked: recv on mpmc channel"),
+        "{stderr}"
+    );
+}

@@ -49,6 +49,7 @@ pub struct RuntimeBuilder {
     guard_pages: stack::GuardPages,
     max_stacks: usize,
     stall_report: Option<Duration>,
+    dump_on_sigquit: bool,
 }
 
 /// The default period of [`RuntimeBuilder::stall_report`].
@@ -63,6 +64,7 @@ impl Default for RuntimeBuilder {
             guard_pages: stack::GuardPages::Auto,
             max_stacks: usize::MAX,
             stall_report: Some(DEFAULT_STALL_REPORT),
+            dump_on_sigquit: false,
         }
     }
 }
@@ -149,6 +151,20 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Whether `SIGQUIT` (`kill -QUIT <pid>`, or Ctrl-\\ in a terminal)
+    /// writes a [`dump`](Runtime::dump) of this runtime to stderr, as Go
+    /// does for goroutines; off by default. Unlike Go, the program goes on.
+    ///
+    /// The signal handler only writes a byte to a pipe; a thread of its own
+    /// (`swco-sigquit`, one per process) takes the dumps. It replaces any
+    /// other `SIGQUIT` handler, so leave it off in a program that has one.
+    /// Failing to install it is a [`BuildError::Signal`].
+    #[must_use]
+    pub fn dump_on_sigquit(mut self, on: bool) -> Self {
+        self.dump_on_sigquit = on;
+        self
+    }
+
     /// The placement policy of [`Runtime::spawn`].
     #[must_use]
     pub fn placement(mut self, placement: Placement) -> Self {
@@ -226,6 +242,9 @@ impl RuntimeBuilder {
             stall: StallWatch::new(),
             stall_report: self.stall_report,
         });
+        if self.dump_on_sigquit {
+            crate::sigquit::register(&shared).map_err(BuildError::Signal)?;
+        }
         let runtime = Runtime {
             shared: shared.clone(),
             threads: Mutex::new(Vec::with_capacity(self.executors)),
