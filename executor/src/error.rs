@@ -34,6 +34,15 @@ pub enum BuildError {
     },
     /// The OS refused to start an executor thread.
     Thread(std::io::Error),
+    /// The trace file asked for with
+    /// [`RuntimeBuilder::trace`](crate::RuntimeBuilder::trace) cannot be
+    /// created (it is created, or truncated, at build time).
+    Trace {
+        /// The path given.
+        path: std::path::PathBuf,
+        /// Why creating it failed.
+        error: std::io::Error,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -56,6 +65,11 @@ impl fmt::Display for BuildError {
                 "cannot map a coroutine stack of {requested} bytes: {error}"
             ),
             BuildError::Thread(e) => write!(f, "could not start an executor thread: {e}"),
+            BuildError::Trace { path, error } => write!(
+                f,
+                "cannot create the trace file {}: {error}",
+                path.display()
+            ),
         }
     }
 }
@@ -63,7 +77,9 @@ impl fmt::Display for BuildError {
 impl std::error::Error for BuildError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            BuildError::Thread(e) | BuildError::StackTooLarge { error: e, .. } => Some(e),
+            BuildError::Thread(e)
+            | BuildError::StackTooLarge { error: e, .. }
+            | BuildError::Trace { error: e, .. } => Some(e),
             _ => None,
         }
     }

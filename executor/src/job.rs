@@ -98,6 +98,11 @@ impl Job {
             .map_or(0, |body| Arc::as_ptr(body) as *const u8 as usize)
     }
 
+    /// What its spawn said about the coroutine, until it is started.
+    pub(crate) fn info(&self) -> Option<&SpawnInfo> {
+        self.body.as_ref().map(|body| body.info())
+    }
+
     /// The executor whose `live` count includes this job.
     pub(crate) fn counted_on(&self) -> usize {
         self.counted_on

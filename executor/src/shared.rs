@@ -171,6 +171,8 @@ pub(crate) struct RuntimeShared {
     pub(crate) closed: AtomicBool,
     pub(crate) idle: Mutex<()>,
     pub(crate) idle_changed: Condvar,
+    /// Where the trace goes, if one is recorded (`trace.rs`).
+    pub(crate) trace: Option<crate::trace::TraceSink>,
 }
 
 impl RuntimeShared {

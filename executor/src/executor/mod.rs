@@ -114,6 +114,9 @@ pub(crate) struct Local {
     /// When the stack pool next gives back the memory of stacks that sat
     /// unused since the last time (every [`stack::TRIM_PERIOD`]).
     next_trim: Cell<Instant>,
+    /// This executor's trace recording, if the runtime records one
+    /// (`trace.rs`): with tracing off, the hooks test this and nothing else.
+    pub(crate) trace: Option<Box<crate::trace::Recorder>>,
 }
 
 /// How many finished coroutines' headers an executor keeps for reuse.
@@ -173,6 +176,7 @@ pub(crate) fn run_executor<H>(
     install_park: impl FnOnce(&Local) -> H,
 ) {
     let _alt_stack = stack::prepare_thread(shared.index, stacks.size());
+    let trace = runtime.trace.as_ref().map(|t| t.recorder(shared.index));
     let local = Local {
         shared: shared.clone(),
         runtime,
@@ -203,10 +207,12 @@ pub(crate) fn run_executor<H>(
         nested: Cell::new(false),
         idle: Cell::new(false),
         next_trim: Cell::new(Instant::now() + stack::TRIM_PERIOD),
+        trace,
     };
     CURRENT.with(|c| c.set(&local));
     let park = install_park(&local);
     local.run(&parker);
+    local.hand_in_trace();
     local.leak_leftovers();
     drop(park);
     CURRENT.with(|c| c.set(std::ptr::null()));
