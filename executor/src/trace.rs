@@ -3,17 +3,11 @@
 //! JSON file (what Perfetto and `chrome://tracing` open) the runtime writes
 //! from it at shutdown.
 //!
-//! Each executor records into a [`TraceBuf`] of its own, behind a field of
-//! its `Local`; the hooks here are what the executor calls:
-//!
-//! | hook | where | records |
-//! |---|---|---|
-//! | [`Local::resume_traced`] | `run_task` | a run (complete event), and a park if it parked |
-//! | [`Local::trace_spawn`] | `Local::start` | a spawn, where the job arrives |
-//! | [`Local::trace_launch`] | `Local::launch` | nothing: names the slot's coroutine |
-//! | [`Local::trace_wake`] | `schedule`, `fire_timers` | a local or timer wake |
-//! | [`Local::trace_remote_wakes`] | `drain_inbox_slow` | the remote wakes drained |
-//! | [`Local::hand_in_trace`] | when the executor leaves its loop | hands the buffer to the runtime |
+//! Each executor records into a [`Recorder`] of its own, a field of its
+//! `Local`; the executor's hooks (`executor/recording.rs`) call it from the
+//! places where a coroutine runs, is spawned, parks and is woken, and hand
+//! its buffer to the runtime's [`TraceSink`] as the executor leaves its
+//! loop. This module depends on nothing else in the crate.
 //!
 //! # Invariants
 //!
@@ -39,12 +33,6 @@ use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Instant;
-
-use corosensei::CoroutineResult;
-
-use crate::executor::Local;
-use crate::job::Job;
-use crate::task::{Co, Suspend};
 
 /// How many events each executor keeps by default before it starts
 /// counting them as dropped (24 bytes each).
@@ -235,132 +223,91 @@ impl TraceBuf {
     }
 }
 
-/// An executor's recorder: its buffer, borrowed only for the length of one
-/// hook (a nested run records while the run it interrupted is resumed).
+/// An executor's recorder: its buffer, borrowed only inside one call (a
+/// nested run records while the run it interrupted is still open).
+///
+/// Every method is out of line and cold: with tracing off none is called,
+/// and the executor's hot paths keep only the test that skips them.
 pub(crate) struct Recorder {
     buf: RefCell<TraceBuf>,
 }
 
 impl Recorder {
-    /// Resumes `co`, in `slot`, recording the run.
+    /// A run of the coroutine in `slot` begins.
     #[cold]
     #[inline(never)]
-    fn resume(&self, slot: usize, co: &mut Co) -> CoroutineResult<Suspend, ()> {
+    pub(crate) fn begin(&self, slot: usize) {
         self.buf.borrow_mut().begin(slot);
-        let result = co.resume(());
-        let parked = matches!(result, CoroutineResult::Yield(Suspend::Park(_)));
-        self.buf.borrow_mut().end(parked);
-        result
     }
 
+    /// The run begun last ends; `parked`: the coroutine parked.
     #[cold]
     #[inline(never)]
-    fn spawn(&self, job: &Job) {
+    pub(crate) fn end(&self, parked: bool) {
+        self.buf.borrow_mut().end(parked);
+    }
+
+    /// The job of coroutine `id` (named `name`) arrived here.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn spawn(&self, id: u64, name: Option<&str>) {
         let mut buf = self.buf.borrow_mut();
         let now = buf.now();
-        let who = match job.info() {
-            Some(info) => buf.name(info.id, info.name.as_deref()),
-            None => NONE,
-        };
+        let who = buf.name(id, name);
         buf.push(Kind::Spawn, who, now, 0);
     }
 
+    /// Coroutine `id` (named `name`) starts in `slot`: the events of that
+    /// slot are its own from now on.
     #[cold]
     #[inline(never)]
-    fn launch(&self, slot: usize, job: &Job) {
+    pub(crate) fn launch(&self, slot: usize, id: u64, name: Option<&str>) {
         let mut buf = self.buf.borrow_mut();
-        let who = match job.info() {
-            Some(info) => buf.name(info.id, info.name.as_deref()),
-            None => NONE,
-        };
+        let who = buf.name(id, name);
         if buf.by_slot.len() <= slot {
             buf.by_slot.resize(slot + 1, NONE);
         }
         buf.by_slot[slot] = who;
     }
 
+    /// The coroutine in `slot` was woken.
     #[cold]
     #[inline(never)]
-    fn wake(&self, slot: usize, kind: Kind) {
+    pub(crate) fn wake(&self, slot: usize, from: WakeFrom) {
+        let kind = match from {
+            WakeFrom::Local => Kind::WakeLocal,
+            WakeFrom::Timer => Kind::WakeTimer,
+        };
         self.buf.borrow_mut().wake(slot, kind);
     }
 
+    /// The coroutines in `slots` were woken from other threads.
     #[cold]
     #[inline(never)]
-    fn remote_wakes(&self, slots: &[usize]) {
+    pub(crate) fn remote_wakes(&self, slots: &[usize]) {
         let mut buf = self.buf.borrow_mut();
         for &slot in slots {
             buf.wake(slot, Kind::WakeRemote);
         }
     }
+
+    /// Everything recorded so far, leaving an empty buffer that records
+    /// nothing more.
+    pub(crate) fn take(&self) -> TraceBuf {
+        let mut buf = self.buf.borrow_mut();
+        let empty = TraceBuf::new(buf.executor, buf.base, 0);
+        std::mem::replace(&mut *buf, empty)
+    }
 }
 
-/// How a wake reached the executor, for [`Local::trace_wake`].
+/// How a wake on the home thread came about (wakes from other threads are
+/// [`Recorder::remote_wakes`]).
 #[derive(Clone, Copy)]
 pub(crate) enum WakeFrom {
     /// A coroutine of the same executor.
     Local,
     /// The coroutine's deadline.
     Timer,
-}
-
-impl Local {
-    /// Resumes `co` (the task in `slot`), recording the run when tracing.
-    #[inline(always)]
-    pub(crate) fn resume_traced(&self, slot: usize, co: &mut Co) -> CoroutineResult<Suspend, ()> {
-        match &self.trace {
-            None => co.resume(()),
-            Some(recorder) => recorder.resume(slot, co),
-        }
-    }
-
-    /// Records that `job` reached this executor.
-    #[inline(always)]
-    pub(crate) fn trace_spawn(&self, job: &Job) {
-        if let Some(recorder) = &self.trace {
-            recorder.spawn(job);
-        }
-    }
-
-    /// Names the coroutine `job` starts in `slot`, for the events that
-    /// follow (its spawn info is reachable only through the job until its
-    /// closure runs).
-    #[inline(always)]
-    pub(crate) fn trace_launch(&self, slot: usize, job: &Job) {
-        if let Some(recorder) = &self.trace {
-            recorder.launch(slot, job);
-        }
-    }
-
-    /// Records a wake of the coroutine in `slot`, on this, its home thread.
-    #[inline(always)]
-    pub(crate) fn trace_wake(&self, slot: usize, from: WakeFrom) {
-        if let Some(recorder) = &self.trace {
-            let kind = match from {
-                WakeFrom::Local => Kind::WakeLocal,
-                WakeFrom::Timer => Kind::WakeTimer,
-            };
-            recorder.wake(slot, kind);
-        }
-    }
-
-    /// Records the wakes other threads sent, as the inbox is drained.
-    #[inline(always)]
-    pub(crate) fn trace_remote_wakes(&self, slots: &[usize]) {
-        if let Some(recorder) = &self.trace {
-            recorder.remote_wakes(slots);
-        }
-    }
-
-    /// The executor leaves its loop: its recording goes to the runtime,
-    /// which writes the file once every executor thread is joined.
-    pub(crate) fn hand_in_trace(&self) {
-        if let (Some(recorder), Some(sink)) = (&self.trace, &self.runtime.trace) {
-            let mut buf = recorder.buf.borrow_mut();
-            let empty = TraceBuf::new(buf.executor, buf.base, 0);
-            sink.hand_in(std::mem::replace(&mut *buf, empty));
-        }
-    }
 }
 
 /// The runtime's side of the trace: the file, opened when the runtime was
@@ -397,7 +344,8 @@ impl TraceSink {
         })
     }
 
-    fn hand_in(&self, buf: TraceBuf) {
+    /// Takes an executor's recording, as its thread leaves its loop.
+    pub(crate) fn hand_in(&self, buf: TraceBuf) {
         self.handed_in
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

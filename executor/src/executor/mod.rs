@@ -21,6 +21,7 @@
 //! | `schedule.rs` | what runs next: local and remote wakes, the `run_next` hand-off and its budget, fairness, stealing |
 //! | `timers.rs` | deadlines of parked coroutines |
 //! | `run_loop.rs` | the loop itself: draining, running, idling, parking, stopping and cancelling |
+//! | `recording.rs` | the trace hooks, when the runtime records a trace (`trace.rs`) |
 //!
 //! # Invariants
 //!
@@ -40,6 +41,7 @@
 //!   only jobs that hold no stack yet move between executors (stealing).
 
 mod lifecycle;
+mod recording;
 mod run_loop;
 mod schedule;
 mod timers;
