@@ -26,7 +26,8 @@ use swco_executor::Runtime;
 fn pingpong(rounds: u64, trace: Option<&Path>) -> Duration {
     let mut builder = Runtime::builder().executors(1);
     if let Some(path) = trace {
-        // Room for every event: a round trip records about a dozen.
+        // Room for every event (a round trip records six), so that none is
+        // dropped and the count per round trip is exact.
         let capacity = usize::try_from(rounds * 16).expect("fits");
         builder = builder.trace(path).trace_capacity(capacity);
     }

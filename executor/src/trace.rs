@@ -71,6 +71,10 @@ struct Event {
     kind: Kind,
 }
 
+// The size the docs give (`RuntimeBuilder::trace`), and what a full buffer
+// of the default capacity holds.
+const _: () = assert!(std::mem::size_of::<Event>() == 24);
+
 /// A coroutine as the file names it.
 struct Named {
     id: u64,

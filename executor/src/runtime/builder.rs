@@ -149,7 +149,7 @@ impl RuntimeBuilder {
     /// drop), from what every executor recorded until it stopped. An
     /// executor a [`shutdown_timeout`](Runtime::shutdown_timeout) leaves
     /// running, detached, contributes only its track's name. With tracing
-    /// off, recording costs one test of a field per run, park and wake.
+    /// off, recording costs one test of a field per run, wake and spawn.
     ///
     /// ```
     /// use swco_channel::spsc;
