@@ -37,6 +37,15 @@ pub enum BuildError {
     /// [`dump_on_sigquit`](crate::RuntimeBuilder::dump_on_sigquit) could
     /// not install its handler or start its thread.
     Signal(std::io::Error),
+    /// The trace file asked for with
+    /// [`RuntimeBuilder::trace`](crate::RuntimeBuilder::trace) cannot be
+    /// created (it is created, or truncated, at build time).
+    Trace {
+        /// The path given.
+        path: std::path::PathBuf,
+        /// Why creating it failed.
+        error: std::io::Error,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -60,6 +69,11 @@ impl fmt::Display for BuildError {
             ),
             BuildError::Thread(e) => write!(f, "could not start an executor thread: {e}"),
             BuildError::Signal(e) => write!(f, "could not set up the SIGQUIT dump: {e}"),
+            BuildError::Trace { path, error } => write!(
+                f,
+                "cannot create the trace file {}: {error}",
+                path.display()
+            ),
         }
     }
 }
@@ -69,7 +83,8 @@ impl std::error::Error for BuildError {
         match self {
             BuildError::Thread(e)
             | BuildError::Signal(e)
-            | BuildError::StackTooLarge { error: e, .. } => Some(e),
+            | BuildError::StackTooLarge { error: e, .. }
+            | BuildError::Trace { error: e, .. } => Some(e),
             _ => None,
         }
     }

@@ -62,6 +62,8 @@ mod stats;
 mod sync;
 #[cfg(not(loom))]
 mod task;
+#[cfg(not(loom))]
+mod trace;
 
 pub use error::{BuildError, ShutdownTimeout, SpawnError};
 pub use join::{JoinError, JoinFuture, JoinHandle};

@@ -189,6 +189,8 @@ pub(crate) struct RuntimeShared {
     pub(crate) stall: StallWatch,
     /// After how long a stall is reported (`None`: never).
     pub(crate) stall_report: Option<Duration>,
+    /// Where the trace goes, if one is recorded (`trace.rs`).
+    pub(crate) trace: Option<crate::trace::TraceSink>,
 }
 
 impl RuntimeShared {

@@ -222,6 +222,7 @@ impl Local {
     /// executors may steal the oldest. Others (pinned, or placed by another
     /// policy) start in arrival order, here.
     pub(crate) fn start(&self, job: Job) {
+        self.trace_spawn(&job);
         if !job.stealable() {
             return self.placed.borrow_mut().push_back(job);
         }
@@ -273,6 +274,7 @@ impl Local {
             }
         };
         let slot = self.tasks.borrow_mut().reserve();
+        self.trace_launch(slot, &job);
         let top = corosensei::stack::Stack::base(&stack).get();
         let header = self.header_for(slot, top, job.body_addr());
         let guard = stack::guard_low(&stack);
@@ -333,7 +335,7 @@ impl Local {
         self.yielder.set(task.yielder);
         stack::set_running_guard(task.guard);
         bump(&self.shared.counters.switches, 1);
-        let result = task.co.resume(());
+        let result = self.resume_traced(slot, &mut task.co);
         stack::set_running_guard(0);
         task.yielder = self.yielder.replace(std::ptr::null());
         self.running.set(std::ptr::null());

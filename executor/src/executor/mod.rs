@@ -21,6 +21,7 @@
 //! | `schedule.rs` | what runs next: local and remote wakes, the `run_next` hand-off and its budget, fairness, stealing |
 //! | `timers.rs` | deadlines of parked coroutines |
 //! | `run_loop.rs` | the loop itself: draining, running, idling, parking, stopping and cancelling |
+//! | `recording.rs` | the trace hooks, when the runtime records a trace (`trace.rs`) |
 //!
 //! # Invariants
 //!
@@ -40,6 +41,7 @@
 //!   only jobs that hold no stack yet move between executors (stealing).
 
 mod lifecycle;
+mod recording;
 mod run_loop;
 mod schedule;
 mod timers;
@@ -117,6 +119,9 @@ pub(crate) struct Local {
     /// When the stack pool next gives back the memory of stacks that sat
     /// unused since the last time (every [`stack::TRIM_PERIOD`]).
     next_trim: Cell<Instant>,
+    /// This executor's trace recording, if the runtime records one
+    /// (`trace.rs`): with tracing off, the hooks test this and nothing else.
+    pub(crate) trace: Option<Box<crate::trace::Recorder>>,
 }
 
 /// How many finished coroutines' headers an executor keeps for reuse.
@@ -176,6 +181,7 @@ pub(crate) fn run_executor<H>(
     install_park: impl FnOnce(&Local) -> H,
 ) {
     let _alt_stack = stack::prepare_thread(shared.index, stacks.size());
+    let trace = runtime.trace.as_ref().map(|t| t.recorder(shared.index));
     let local = Local {
         shared: shared.clone(),
         runtime,
@@ -207,10 +213,12 @@ pub(crate) fn run_executor<H>(
         idle: Cell::new(false),
         next_trim: Cell::new(Instant::now() + stack::TRIM_PERIOD),
         watch: Cell::new(None),
+        trace,
     };
     CURRENT.with(|c| c.set(&local));
     let park = install_park(&local);
     local.run(&parker);
+    local.hand_in_trace();
     local.leak_leftovers();
     drop(park);
     CURRENT.with(|c| c.set(std::ptr::null()));

@@ -32,6 +32,7 @@ use super::Local;
 use crate::job::Job;
 use crate::shared::bump;
 use crate::task::TaskHeader;
+use crate::trace::WakeFrom;
 
 // The `Wake` impl of `TaskHeader` (task.rs) lives here, with the run queue
 // it schedules onto.
@@ -63,6 +64,7 @@ fn schedule(task: &TaskHeader) {
                 local.run_queue.borrow_mut().0.push_back(previous);
             }
             bump(&local.shared.counters.wakes, 1);
+            local.trace_wake(task.slot, WakeFrom::Local);
             return;
         }
     }
@@ -155,6 +157,7 @@ impl Local {
         }
         if !spare.wakes.is_empty() {
             bump(&self.shared.counters.wakes, spare.wakes.len() as u64);
+            self.trace_remote_wakes(&spare.wakes);
             self.run_queue.borrow_mut().0.extend(spare.wakes.drain(..));
         }
         let mut jobs = std::mem::take(&mut spare.spawns);

@@ -17,6 +17,7 @@ use std::time::Instant;
 use super::Local;
 use crate::shared::bump;
 use crate::task::Task;
+use crate::trace::WakeFrom;
 
 impl Local {
     /// Arms a deadline for the task in `slot`, which has just parked.
@@ -72,6 +73,7 @@ impl Local {
                     if task.header.state.expire() {
                         self.run_queue.borrow_mut().0.push_back(slot);
                         bump(&self.shared.counters.wakes, 1);
+                        self.trace_wake(slot, WakeFrom::Timer);
                     }
                 }
                 _ => self

@@ -3,6 +3,7 @@
 //! thread starts, so bad input is a [`BuildError`], never a hang or a
 //! failure at the first spawn.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
@@ -19,6 +20,7 @@ use crate::placement::Placement;
 use crate::shared::{ExecutorShared, RuntimeShared};
 use crate::stack::{self, page_size, DEFAULT_STACK_SIZE, MIN_STACK_SIZE};
 use crate::stall::StallWatch;
+use crate::trace::{TraceSink, DEFAULT_TRACE_CAPACITY};
 
 /// The default number of executors: one per CPE of an SW26010 core group.
 pub const DEFAULT_EXECUTORS: usize = 64;
@@ -50,6 +52,8 @@ pub struct RuntimeBuilder {
     max_stacks: usize,
     stall_report: Option<Duration>,
     dump_on_sigquit: bool,
+    trace: Option<PathBuf>,
+    trace_capacity: usize,
 }
 
 /// The default period of [`RuntimeBuilder::stall_report`].
@@ -65,6 +69,8 @@ impl Default for RuntimeBuilder {
             max_stacks: usize::MAX,
             stall_report: Some(DEFAULT_STALL_REPORT),
             dump_on_sigquit: false,
+            trace: None,
+            trace_capacity: DEFAULT_TRACE_CAPACITY,
         }
     }
 }
@@ -172,6 +178,67 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Records a trace of the runtime and writes it to `path` at shutdown,
+    /// as Chrome trace-event JSON: open it in [Perfetto](https://ui.perfetto.dev)
+    /// or `chrome://tracing`.
+    ///
+    /// The trace has one track per executor (thread `swco-cpe-<i>`, `tid`
+    /// `i`). Each run of a coroutine, from its resumption until it suspends
+    /// or returns, is a complete event named after the coroutine (its
+    /// [spawn name](crate::SpawnBuilder::name), else `#<id>`, the id of
+    /// [`current_id`](crate::current_id)), with its id in `args`. Spawns
+    /// (where the new coroutine's job arrives), parks and wakes are
+    /// instant events on the executor where they happen; a wake's `args`
+    /// say whether it came from a coroutine of the same executor
+    /// (`local`), from another thread (`remote`, recorded when the executor
+    /// takes it from its inbox) or from a deadline (`timer`). Times are in
+    /// microseconds since the runtime was built.
+    ///
+    /// Each executor keeps at most [`trace_capacity`](Self::trace_capacity)
+    /// events (1 Mi by default, 24 bytes each); later ones are counted and
+    /// dropped, and the file says how many (`otherData`, and a
+    /// "trace buffer full" instant where each executor began dropping).
+    ///
+    /// The file is created (or truncated) by [`build`](Self::build), so a
+    /// path that cannot be written is a [`BuildError::Trace`] there; it is
+    /// written when the runtime shuts down ([`Runtime::shutdown`], or its
+    /// drop), from what every executor recorded until it stopped. An
+    /// executor a [`shutdown_timeout`](Runtime::shutdown_timeout) leaves
+    /// running, detached, contributes only its track's name. With tracing
+    /// off, recording costs one test of a field per run, wake and spawn.
+    ///
+    /// ```
+    /// use swco_channel::spsc;
+    /// use swco_executor::Runtime;
+    ///
+    /// let path = std::env::temp_dir().join(format!("swco-doc-trace-{}.json", std::process::id()));
+    /// let rt = Runtime::builder().executors(2).trace(&path).build().unwrap();
+    /// let (tx, rx) = spsc::bounded::<u32>(1);
+    /// let consumer = rt.spawn_builder().name("consumer").spawn(move || rx.iter().sum::<u32>()).unwrap();
+    /// rt.spawn(move || (1..=10).for_each(|i| tx.send(i).unwrap()));
+    /// assert_eq!(consumer.join().unwrap(), 55);
+    /// rt.shutdown(); // writes the file
+    ///
+    /// let json = std::fs::read_to_string(&path).unwrap();
+    /// assert!(json.starts_with("{\"traceEvents\":["));
+    /// assert!(json.contains("\"name\":\"consumer\",\"cat\":\"run\",\"ph\":\"X\""));
+    /// # std::fs::remove_file(&path).unwrap();
+    /// ```
+    #[must_use]
+    pub fn trace(mut self, path: impl Into<PathBuf>) -> Self {
+        self.trace = Some(path.into());
+        self
+    }
+
+    /// The most events each executor keeps for the
+    /// [`trace`](Self::trace) (1 Mi by default); events past it are counted
+    /// as dropped. Without `trace`, this does nothing.
+    #[must_use]
+    pub fn trace_capacity(mut self, events: usize) -> Self {
+        self.trace_capacity = events;
+        self
+    }
+
     /// Starts the executor threads.
     ///
     /// The first build also wraps the process's panic hook (whatever hook is
@@ -185,7 +252,8 @@ impl RuntimeBuilder {
     /// # Errors
     ///
     /// [`BuildError`] for zero executors, a stack below [`MIN_STACK_SIZE`] or
-    /// too large to map, or a failure to start a thread.
+    /// too large to map, a trace file that cannot be created, or a failure
+    /// to start a thread.
     // The lock is never poisoned: nothing panics while holding it.
     #[allow(clippy::missing_panics_doc)]
     pub fn build(self) -> Result<Runtime, BuildError> {
@@ -224,6 +292,16 @@ impl RuntimeBuilder {
         let stacks = stack::StackConfig::new(stack_size, self.guard_pages, self.max_stacks)
             .map_err(too_large)?;
 
+        let trace = match self.trace {
+            Some(path) => {
+                match TraceSink::create(path.clone(), self.trace_capacity, self.executors) {
+                    Ok(sink) => Some(sink),
+                    Err(error) => return Err(BuildError::Trace { path, error }),
+                }
+            }
+            None => None,
+        };
+
         let parkers: Vec<Parker> = (0..self.executors).map(|_| Parker::new()).collect();
         let executors: Vec<Arc<ExecutorShared>> = parkers
             .iter()
@@ -241,6 +319,7 @@ impl RuntimeBuilder {
             idle_changed: Condvar::new(),
             stall: StallWatch::new(),
             stall_report: self.stall_report,
+            trace,
         });
         if self.dump_on_sigquit {
             crate::sigquit::register(&shared).map_err(BuildError::Signal)?;

@@ -432,6 +432,10 @@ impl RuntimeShared {
                  {detached} executor threads are left running, detached"
             );
         }
+        if let Some(trace) = &self.trace {
+            // Every joined executor has handed its recording in.
+            trace.write();
+        }
         let report = ShutdownTimeout { blocked, stuck };
         if timed_out && report.total() > 0 {
             Err(report)
