@@ -21,11 +21,12 @@
 //! * Events carry an executor-local coroutine index; the coroutine's id and
 //!   name are kept once per spawn or launch and turned into text only when
 //!   the file is written.
-//! * A run that hands its thread to another coroutine from inside its park
-//!   (a direct hand-off, `Local::park_running`) ends there, with its park;
-//!   the nested run is recorded on its own, and the parked one's run
-//!   starts again when the nested one returns, so runs on a track never
-//!   overlap.
+//! * While tracing, an executor makes no direct hand-offs (a coroutine
+//!   parking runs the one it woke on top of its own stack,
+//!   `Local::park_running`): every run starts and ends in the executor
+//!   loop, so runs on a track never overlap, and the hand-off path needs
+//!   no hook. The order in which coroutines run is the same; a hand-off
+//!   only saves the pass through the loop.
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -85,11 +86,7 @@ struct Named {
 #[derive(Clone, Copy)]
 struct Open {
     who: Who,
-    slot: usize,
     start: u64,
-    /// Its park was recorded already: it handed its thread over from inside
-    /// its park and has not been woken since.
-    parked: bool,
 }
 
 /// One executor's recording. Only its executor thread touches it.
@@ -107,8 +104,6 @@ pub(crate) struct TraceBuf {
     by_slot: Vec<Who>,
     /// The run in progress, if a coroutine is resumed.
     open: Option<Open>,
-    /// The run a nested run (a direct hand-off) interrupted.
-    outer: Option<Open>,
 }
 
 impl TraceBuf {
@@ -123,7 +118,6 @@ impl TraceBuf {
             coroutines: Vec::new(),
             by_slot: Vec::new(),
             open: None,
-            outer: None,
         }
     }
 
@@ -176,59 +170,33 @@ impl TraceBuf {
         self.by_slot.get(slot).copied().unwrap_or(NONE)
     }
 
-    /// A run of the coroutine in `slot` begins. If one is in progress, this
-    /// one runs inside its park: that one's run ends here, parked.
+    /// A run of the coroutine in `slot` begins.
     fn begin(&mut self, slot: usize) {
         let now = self.now();
-        if let Some(outer) = self.open.take() {
-            self.push(Kind::Run, outer.who, outer.start, now - outer.start);
-            self.push(Kind::Park, outer.who, now, 0);
-            self.outer = Some(Open {
-                parked: true,
-                ..outer
-            });
-        }
         self.open = Some(Open {
             who: self.who_in(slot),
-            slot,
             start: now,
-            parked: false,
         });
     }
 
-    /// The run begun last ends (`parked`: the coroutine parked); the run it
-    /// interrupted, if any, goes on from here.
+    /// The run begun last ends (`parked`: the coroutine parked).
     fn end(&mut self, parked: bool) {
         let now = self.now();
         if let Some(open) = self.open.take() {
             self.push(Kind::Run, open.who, open.start, now - open.start);
-            if parked && !open.parked {
+            if parked {
                 self.push(Kind::Park, open.who, now, 0);
             }
-        }
-        if let Some(outer) = self.outer.take() {
-            self.open = Some(Open {
-                start: now,
-                ..outer
-            });
         }
     }
 
     fn wake(&mut self, slot: usize, kind: Kind) {
-        if let Some(outer) = &mut self.outer {
-            if outer.slot == slot {
-                // Woken back while its thread was handed over: it goes on
-                // without suspending, and a later park is a new one.
-                outer.parked = false;
-            }
-        }
         let now = self.now();
         self.push(kind, self.who_in(slot), now, 0);
     }
 }
 
-/// An executor's recorder: its buffer, borrowed only inside one call (a
-/// nested run records while the run it interrupted is still open).
+/// An executor's recorder: its buffer, borrowed only inside one call.
 ///
 /// Every method is out of line and cold: with tracing off none is called,
 /// and the executor's hot paths keep only the test that skips them.
@@ -563,50 +531,5 @@ mod tests {
         assert_eq!(buf.dropped, 3);
         assert_eq!(buf.first_drop, 2);
         assert_eq!(buf.name(1, Some("x")), NONE, "nothing is named once full");
-    }
-
-    #[test]
-    fn a_nested_run_splits_the_one_it_interrupts() {
-        let mut buf = TraceBuf::new(0, Instant::now(), 100);
-        buf.by_slot = vec![0, 1];
-        buf.coroutines = vec![Named { id: 1, name: None }, Named { id: 2, name: None }];
-        buf.begin(0);
-        buf.begin(1); // slot 0 hands its thread to slot 1 from its park
-        buf.wake(0, Kind::WakeLocal); // slot 1 wakes slot 0 back
-        buf.end(true); // slot 1 parks
-        buf.end(true); // later, slot 0 parks again
-        let kinds: Vec<(Kind, Who)> = buf.events.iter().map(|e| (e.kind, e.who)).collect();
-        assert_eq!(
-            kinds,
-            [
-                (Kind::Run, 0),
-                (Kind::Park, 0),
-                (Kind::WakeLocal, 0),
-                (Kind::Run, 1),
-                (Kind::Park, 1),
-                (Kind::Run, 0),
-                (Kind::Park, 0),
-            ]
-        );
-        let runs: Vec<&Event> = buf.events.iter().filter(|e| e.kind == Kind::Run).collect();
-        for pair in runs.windows(2) {
-            assert!(
-                pair[0].ts + pair[0].dur <= pair[1].ts,
-                "runs on one track never overlap"
-            );
-        }
-    }
-
-    #[test]
-    fn a_hand_off_not_woken_back_parks_once() {
-        let mut buf = TraceBuf::new(0, Instant::now(), 100);
-        buf.by_slot = vec![0, 1];
-        buf.coroutines = vec![Named { id: 1, name: None }, Named { id: 2, name: None }];
-        buf.begin(0);
-        buf.begin(1);
-        buf.end(true);
-        buf.end(true); // slot 0 suspends: its park is already recorded
-        let parks = buf.events.iter().filter(|e| e.kind == Kind::Park).count();
-        assert_eq!(parks, 2);
     }
 }

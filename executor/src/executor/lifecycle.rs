@@ -137,7 +137,8 @@ impl Local {
         };
         self.nested.set(true);
         bump(&self.shared.counters.hand_offs, 1);
-        self.run_task(slot);
+        // Never while tracing (see `Local::nested`): no trace to record.
+        self.run_task_with::<false>(slot);
     }
 
     /// Raises [`Cancelled`] in the running coroutine if a cancelling shutdown
@@ -316,8 +317,16 @@ impl Local {
         self.run_task(slot);
     }
 
+    /// Resumes the coroutine in `slot` until it suspends or returns.
     #[inline(always)]
     pub(super) fn run_task(&self, slot: usize) {
+        self.run_task_with::<true>(slot);
+    }
+
+    /// [`run_task`](Self::run_task); `TRACED`: whether the run may be
+    /// traced (a direct hand-off never is: there is none while tracing).
+    #[inline(always)]
+    fn run_task_with<const TRACED: bool>(&self, slot: usize) {
         let ptr = self.tasks.borrow().ptr(slot);
         if ptr.is_null() {
             debug_assert!(false, "run queue named an empty slot");
@@ -335,7 +344,11 @@ impl Local {
         self.yielder.set(task.yielder);
         stack::set_running_guard(task.guard);
         bump(&self.shared.counters.switches, 1);
-        let result = self.resume_traced(slot, &mut task.co);
+        let result = if TRACED {
+            self.resume_traced(slot, &mut task.co)
+        } else {
+            task.co.resume(())
+        };
         stack::set_running_guard(0);
         task.yielder = self.yielder.replace(std::ptr::null());
         self.running.set(std::ptr::null());

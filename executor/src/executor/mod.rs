@@ -106,6 +106,7 @@ pub(crate) struct Local {
     ticks: Cell<u32>,
     /// Set while a coroutine runs inside another's park (a direct
     /// hand-off, `Local::park_running`): that one must not hand off again.
+    /// Always set while tracing: no direct hand-offs then.
     nested: Cell<bool>,
     /// Headers of finished coroutines that nothing else referenced, kept
     /// for the next ones (at most [`SPARE_HEADERS`]): a spawn then
@@ -122,6 +123,9 @@ pub(crate) struct Local {
     /// This executor's trace recording, if the runtime records one
     /// (`trace.rs`): with tracing off, the hooks test this and nothing else.
     pub(crate) trace: Option<Box<crate::trace::Recorder>>,
+    /// `trace.is_some()`, tested by the hooks: a byte compared in place
+    /// costs one instruction less than loading and testing the pointer.
+    tracing: bool,
 }
 
 /// How many finished coroutines' headers an executor keeps for reuse.
@@ -209,7 +213,11 @@ pub(crate) fn run_executor<H>(
             .expect("an executor's deque is taken once"),
         placed: RefCell::default(),
         ticks: Cell::new(0),
-        nested: Cell::new(false),
+        // While tracing there are no direct hand-offs, as if every run
+        // were nested: runs start and end in the loop, where the trace
+        // hook is, and a hand-off's run needs no hook of its own.
+        nested: Cell::new(trace.is_some()),
+        tracing: trace.is_some(),
         idle: Cell::new(false),
         next_trim: Cell::new(Instant::now() + stack::TRIM_PERIOD),
         watch: Cell::new(None),

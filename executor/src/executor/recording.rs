@@ -4,13 +4,15 @@
 //!
 //! # Invariants
 //!
-//! * With tracing off, a hook is one test of `Local::trace` and nothing
-//!   more: the recording itself is out of line and cold.
+//! * With tracing off, a hook is one test of `Local::tracing` (a byte
+//!   compared in memory, one instruction and a branch) and nothing more:
+//!   the recording itself is out of line and cold.
 //! * Only the executor thread records into its recorder; wakes from other
 //!   threads are recorded as its inbox is drained.
 //! * A park is read off the end of the run it ends (the resumption returns
-//!   `Suspend::Park`), or recorded when a nested run starts inside it (a
-//!   direct hand-off): the suspend path has no hook of its own.
+//!   `Suspend::Park`): the suspend path has no hook of its own. There are
+//!   no direct hand-offs while tracing (`Local::nested` stays set), so no
+//!   run starts inside another's park.
 
 use corosensei::CoroutineResult;
 
@@ -24,14 +26,17 @@ impl Local {
     #[inline(always)]
     pub(super) fn resume_traced(&self, slot: usize, co: &mut Co) -> CoroutineResult<Suspend, ()> {
         match &self.trace {
-            None => co.resume(()),
-            Some(recorder) => resume_recorded(recorder, slot, co),
+            Some(recorder) if self.tracing => resume_recorded(recorder, slot, co),
+            _ => co.resume(()),
         }
     }
 
     /// Records that `job` reached this executor.
     #[inline(always)]
     pub(super) fn trace_spawn(&self, job: &Job) {
+        if !self.tracing {
+            return;
+        }
         if let Some(recorder) = &self.trace {
             if let Some(info) = job.info() {
                 recorder.spawn(info.id, info.name.as_deref());
@@ -44,6 +49,9 @@ impl Local {
     /// and through its header only while its closure runs.
     #[inline(always)]
     pub(super) fn trace_launch(&self, slot: usize, job: &Job) {
+        if !self.tracing {
+            return;
+        }
         if let Some(recorder) = &self.trace {
             if let Some(info) = job.info() {
                 recorder.launch(slot, info.id, info.name.as_deref());
@@ -54,6 +62,9 @@ impl Local {
     /// Records a wake of the coroutine in `slot`, on this, its home thread.
     #[inline(always)]
     pub(super) fn trace_wake(&self, slot: usize, from: WakeFrom) {
+        if !self.tracing {
+            return;
+        }
         if let Some(recorder) = &self.trace {
             recorder.wake(slot, from);
         }
@@ -62,6 +73,9 @@ impl Local {
     /// Records the wakes other threads sent, as the inbox is drained.
     #[inline(always)]
     pub(super) fn trace_remote_wakes(&self, slots: &[usize]) {
+        if !self.tracing {
+            return;
+        }
         if let Some(recorder) = &self.trace {
             recorder.remote_wakes(slots);
         }
