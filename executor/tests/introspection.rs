@@ -279,6 +279,24 @@ fn reports(stderr: &str) -> usize {
 
 const PERIOD: Duration = Duration::from_millis(300);
 
+/// A runtime of `executors` that reports stalls after [`PERIOD`].
+fn reporting(executors: usize) -> Runtime {
+    Runtime::builder()
+        .executors(executors)
+        .stall_report(Some(PERIOD))
+        .build()
+        .unwrap()
+}
+
+/// Runs test `name` in a child, which must succeed; its stderr, which must
+/// report `expected` stalls.
+fn child_reports(name: &str, expected: usize) -> String {
+    let (status, stderr) = exited(name, run_child(name));
+    assert!(status.success(), "{stderr}");
+    assert_eq!(reports(&stderr), expected, "{stderr}");
+    stderr
+}
+
 /// Two coroutines that wait on each other: one report (however long the
 /// stall lasts), with the dump under it; then a plain thread wakes them
 /// (a report is not an abort).
@@ -286,11 +304,7 @@ const PERIOD: Duration = Duration::from_millis(300);
 fn a_stall_is_reported_once_with_the_dump() {
     const NAME: &str = "a_stall_is_reported_once_with_the_dump";
     if common::in_child() {
-        let rt = Runtime::builder()
-            .executors(2)
-            .stall_report(Some(PERIOD))
-            .build()
-            .unwrap();
+        let rt = reporting(2);
         let (a_tx, a_rx) = mpmc::bounded::<u8>(0);
         let (b_tx, b_rx) = mpmc::bounded::<u8>(0);
         let b_tx2 = b_tx.clone();
@@ -314,9 +328,7 @@ fn a_stall_is_reported_once_with_the_dump() {
         assert_eq!(right.join().unwrap(), 3);
         return;
     }
-    let (status, stderr) = exited(NAME, run_child(NAME));
-    assert!(status.success(), "{stderr}");
-    assert_eq!(reports(&stderr), 1, "{stderr}");
+    let stderr = child_reports(NAME, 1);
     let first = stderr.lines().find(|l| l.contains("stalled")).unwrap();
     assert!(first.contains("2 live coroutines"), "{first}");
     assert!(first.contains("not an abort"), "{first}");
@@ -336,11 +348,7 @@ fn a_stall_is_reported_once_with_the_dump() {
 fn sleepers_and_progress_are_no_stall() {
     const NAME: &str = "sleepers_and_progress_are_no_stall";
     if common::in_child() {
-        let rt = Runtime::builder()
-            .executors(2)
-            .stall_report(Some(PERIOD))
-            .build()
-            .unwrap();
+        let rt = reporting(2);
         let sleeper = rt.spawn(|| swco_executor::sleep(PERIOD * 4));
         sleeper.join().unwrap();
         let (tx, rx) = spsc::bounded::<u32>(1);
@@ -353,9 +361,7 @@ fn sleepers_and_progress_are_no_stall() {
         assert_eq!(consumer.join().unwrap(), (0..20).sum::<u32>());
         return;
     }
-    let (status, stderr) = exited(NAME, run_child(NAME));
-    assert!(status.success(), "{stderr}");
-    assert_eq!(reports(&stderr), 0, "{stderr}");
+    child_reports(NAME, 0);
 }
 
 /// `stall_report(None)` never reports.
@@ -375,9 +381,7 @@ fn a_stall_report_can_be_turned_off() {
         assert_eq!(h.join().unwrap(), 5);
         return;
     }
-    let (status, stderr) = exited(NAME, run_child(NAME));
-    assert!(status.success(), "{stderr}");
-    assert_eq!(reports(&stderr), 0, "{stderr}");
+    child_reports(NAME, 0);
 }
 
 /// A drop that waits for a coroutine that does not finish reports it after
@@ -387,11 +391,7 @@ fn a_stall_report_can_be_turned_off() {
 fn a_drop_that_waits_reports_once_and_keeps_waiting() {
     const NAME: &str = "a_drop_that_waits_reports_once_and_keeps_waiting";
     if common::in_child() {
-        let rt = Runtime::builder()
-            .executors(2)
-            .stall_report(Some(PERIOD))
-            .build()
-            .unwrap();
+        let rt = reporting(2);
         let (tx, rx) = mpmc::bounded::<u8>(0);
         let h = rt
             .spawn_builder()
@@ -407,9 +407,7 @@ fn a_drop_that_waits_reports_once_and_keeps_waiting() {
         feeder.join().unwrap();
         return;
     }
-    let (status, stderr) = exited(NAME, run_child(NAME));
-    assert!(status.success(), "{stderr}");
-    assert_eq!(reports(&stderr), 1, "{stderr}");
+    let stderr = child_reports(NAME, 1);
     assert!(
         stderr.contains("\"forgotten\" [parked: recv on mpmc channel"),
         "{stderr}"
@@ -422,11 +420,7 @@ fn a_drop_that_waits_reports_once_and_keeps_waiting() {
 fn a_drop_that_waits_for_a_busy_coroutine_reports() {
     const NAME: &str = "a_drop_that_waits_for_a_busy_coroutine_reports";
     if common::in_child() {
-        let rt = Runtime::builder()
-            .executors(1)
-            .stall_report(Some(PERIOD))
-            .build()
-            .unwrap();
+        let rt = reporting(1);
         let until = Instant::now() + PERIOD * 4;
         let h = rt
             .spawn_builder()
@@ -441,9 +435,7 @@ fn a_drop_that_waits_for_a_busy_coroutine_reports() {
         h.join().unwrap();
         return;
     }
-    let (status, stderr) = exited(NAME, run_child(NAME));
-    assert!(status.success(), "{stderr}");
-    assert_eq!(reports(&stderr), 1, "{stderr}");
+    let stderr = child_reports(NAME, 1);
     assert!(stderr.contains("\"busy\" [runnable]"), "{stderr}");
 }
 
