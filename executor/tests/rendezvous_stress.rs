@@ -339,8 +339,9 @@ fn consume(me: usize, rx: &Receivers, seed: u64, round: &Round) {
 fn round(seed: u64, per_producer: u64, limit: Duration) {
     let round = Arc::new(Round::new(per_producer));
     let over = Arc::new(AtomicBool::new(false));
+    let rt = Arc::new(Runtime::builder().executors(2).build().unwrap());
     let watchdog = {
-        let (round, over) = (round.clone(), over.clone());
+        let (round, over, rt) = (round.clone(), over.clone(), rt.clone());
         thread::spawn(move || {
             let start = Instant::now();
             while !over.load(SeqCst) {
@@ -349,6 +350,9 @@ fn round(seed: u64, per_producer: u64, limit: Duration) {
                         "rendezvous stress: round with seed {seed:#x} hung after {limit:?}:\n{}",
                         round.report()
                     );
+                    // Who is parked, on what (a spinning select gives way
+                    // to the dump request in its executor's inbox).
+                    eprintln!("{}", rt.dump());
                     if std::env::var_os("SWCO_RV_STRESS_HANG_PAUSE").is_some() {
                         eprintln!("pid {} left hanging for a debugger", std::process::id());
                         loop {
@@ -361,7 +365,6 @@ fn round(seed: u64, per_producer: u64, limit: Duration) {
             }
         })
     };
-    let rt = Runtime::builder().executors(2).build().unwrap();
     let (cas_tx, cas_rx) = mpmc::bounded_with::<u64, Cas>(0);
     let (updt_tx, updt_rx) = mpmc::bounded_with::<u64, Updt>(0);
     let (single_tx, single_rx) = spmc::bounded_with::<u64, Updt>(0);
