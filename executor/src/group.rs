@@ -23,11 +23,14 @@ use crate::panic::join_error;
 use crate::runtime::Runtime;
 use crate::spawning::SpawnOptions;
 
+/// A member's outcome slot: empty until it finishes.
+type Slot<T> = Mutex<Option<Result<T, JoinError>>>;
+
 /// What the members of one group share: the countdown and a result slot per
 /// executor.
 struct Group<T> {
     countdown: Countdown,
-    results: Box<[Mutex<Option<Result<T, JoinError>>>]>,
+    results: Box<[Slot<T>]>,
 }
 
 impl<T> Group<T> {

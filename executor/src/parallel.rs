@@ -172,7 +172,7 @@ impl Runtime {
     where
         F: Fn(Range<usize>) + Sync,
     {
-        self.parallel_reduce(range, grain, (), |r| f(r), |(), ()| ());
+        self.parallel_reduce(range, grain, (), f, |(), ()| ());
     }
 
     /// Maps every chunk of `range` (cut as by
@@ -258,7 +258,7 @@ pub fn parallel_for<F>(range: Range<usize>, grain: usize, f: F)
 where
     F: Fn(Range<usize>) + Sync,
 {
-    parallel_reduce(range, grain, (), |r| f(r), |(), ()| ());
+    parallel_reduce(range, grain, (), f, |(), ()| ());
 }
 
 /// [`Runtime::parallel_reduce`] on the runtime of the current coroutine,

@@ -27,7 +27,11 @@ fn every_index_once(range: std::ops::Range<usize>, grain: usize) {
         let mut all = drain(&c);
         all.extend(t.join().unwrap());
         all.sort_unstable();
-        assert_eq!(all, range.clone().collect::<Vec<_>>(), "an index lost or claimed twice");
+        assert_eq!(
+            all,
+            range.clone().collect::<Vec<_>>(),
+            "an index lost or claimed twice"
+        );
         assert_eq!(c.claim(), None, "a claim after the end");
     });
 }
