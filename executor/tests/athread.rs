@@ -234,6 +234,8 @@ fn scope_in_a_cancelled_coroutine_waits_for_its_children() {
             let (tx, rx) = swco_channel::mpmc::bounded::<()>(1);
             let witness = Arc::new(AtomicUsize::new(0));
             let w = witness.clone();
+            let started = Arc::new(AtomicBool::new(false));
+            let st = started.clone();
             let h = rt
                 .spawn_on(0, move || {
                     /// Runs after the scope call has unwound: records
@@ -252,13 +254,16 @@ fn scope_in_a_cancelled_coroutine_waits_for_its_children() {
                         // executor while the scope waits on executor 0.
                         s.spawn_on(1, || {
                             let _end = SetOnDrop(&child_ended);
+                            st.store(true, Ordering::SeqCst);
                             let _ = rx.recv();
                         })
                         .unwrap();
                     });
                 })
                 .unwrap();
-            std::thread::sleep(Duration::from_millis(50));
+            while !started.load(Ordering::SeqCst) {
+                std::thread::yield_now();
+            }
             assert!(rt.shutdown_timeout(Duration::from_millis(50)).is_err());
             assert!(h.join().unwrap_err().is_cancelled());
             assert_eq!(
@@ -269,6 +274,29 @@ fn scope_in_a_cancelled_coroutine_waits_for_its_children() {
             drop(tx);
         },
     );
+}
+
+#[test]
+fn a_child_spawns_a_sibling_through_the_scope() {
+    let rt = rt(2);
+    let hits = counts(3);
+    rt.scope(|s| {
+        s.spawn(|| {
+            hits[0].fetch_add(1, Ordering::SeqCst);
+            s.spawn(|| {
+                hits[1].fetch_add(1, Ordering::SeqCst);
+                s.spawn(|| hits[2].fetch_add(1, Ordering::SeqCst));
+            });
+        });
+    });
+    assert!(hits.iter().all(|h| h.load(Ordering::SeqCst) == 1));
+}
+
+#[test]
+fn free_scope_outside_a_coroutine_panics_clearly() {
+    let r = catch_unwind(|| swco_executor::scope(|_| ()));
+    let msg = panic_text(&*r.unwrap_err());
+    assert!(msg.contains("outside a coroutine"), "{msg}");
 }
 
 // --- parallel_for / parallel_reduce -------------------------------------------
