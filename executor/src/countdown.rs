@@ -67,9 +67,13 @@ impl Countdown {
         // last member's wake follow every other member's writes as well.
         if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
             // Taken under the lock the waiter checks the count under: see
-            // the module invariants. Poisoning cannot happen: nothing
-            // panics while holding it.
-            let waker = self.waiter.lock().map(|mut w| w.take()).ok().flatten();
+            // the module invariants. (Nothing panics while holding it; a
+            // poisoned lock is taken all the same, so no wake is lost.)
+            let waker = self
+                .waiter
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
             if let Some(w) = waker {
                 w.wake();
             }
