@@ -72,7 +72,7 @@ impl ChunkCounter {
             return None;
         }
         let lo = self.start + k * self.grain;
-        Some(lo..self.end.min(lo + self.grain))
+        Some(lo..self.end.min(lo.saturating_add(self.grain)))
     }
 
     /// Stops the handing out of chunks (a worker's closure panicked).
@@ -85,5 +85,49 @@ impl ChunkCounter {
     #[must_use]
     pub fn chunks(&self) -> usize {
         self.chunks
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::ChunkCounter;
+
+    fn drain(c: &ChunkCounter) -> Vec<std::ops::Range<usize>> {
+        std::iter::from_fn(|| c.claim()).collect()
+    }
+
+    #[test]
+    fn chunks_cover_the_range_in_order_with_a_short_last_one() {
+        let c = ChunkCounter::new(3..13, 4);
+        assert_eq!(c.chunks(), 3);
+        assert_eq!(drain(&c), [3..7, 7..11, 11..13]);
+        assert_eq!(c.claim(), None);
+    }
+
+    #[test]
+    #[allow(clippy::reversed_empty_ranges)]
+    fn reversed_and_empty_ranges_have_no_chunk() {
+        assert_eq!(drain(&ChunkCounter::new(9..2, 1)), []);
+        assert_eq!(drain(&ChunkCounter::new(5..5, 3)), []);
+    }
+
+    #[test]
+    fn a_range_at_the_top_of_usize_does_not_wrap() {
+        let top = usize::MAX - 5..usize::MAX;
+        let c = ChunkCounter::new(top.clone(), usize::MAX);
+        assert_eq!(drain(&c), [top]);
+        for _ in 0..10 {
+            assert_eq!(c.claim(), None);
+        }
+        // Grain 0 is taken as 1.
+        assert_eq!(drain(&ChunkCounter::new(0..2, 0)), [0..1, 1..2]);
+    }
+
+    #[test]
+    fn stop_ends_the_claims() {
+        let c = ChunkCounter::new(0..100, 10);
+        assert_eq!(c.claim(), Some(0..10));
+        c.stop();
+        assert_eq!(c.claim(), None);
     }
 }
