@@ -69,11 +69,7 @@ impl Countdown {
             // Taken under the lock the waiter checks the count under: see
             // the module invariants. (Nothing panics while holding it; a
             // poisoned lock is taken all the same, so no wake is lost.)
-            let waker = self
-                .waiter
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take();
+            let waker = self.waiter.lock().unwrap_or_else(|e| e.into_inner()).take();
             if let Some(w) = waker {
                 w.wake();
             }

@@ -93,6 +93,66 @@ fn spawn_all_joined_from_a_coroutine() {
     assert_eq!(h.join().unwrap(), vec![1, 2]);
 }
 
+/// A park context for the test thread that counts the wakes it is sent.
+struct CountingPark {
+    thread: std::thread::Thread,
+    wakes: Arc<AtomicUsize>,
+}
+
+struct CountWake {
+    thread: std::thread::Thread,
+    wakes: Arc<AtomicUsize>,
+}
+
+impl std::task::Wake for CountWake {
+    fn wake(self: Arc<Self>) {
+        self.wakes.fetch_add(1, Ordering::SeqCst);
+        self.thread.unpark();
+    }
+}
+
+impl swco_channel::hook::Park for CountingPark {
+    fn waker(&self) -> std::task::Waker {
+        std::task::Waker::from(Arc::new(CountWake {
+            thread: self.thread.clone(),
+            wakes: self.wakes.clone(),
+        }))
+    }
+    fn park(&self, deadline: Option<std::time::Instant>) {
+        match deadline {
+            Some(d) => {
+                std::thread::park_timeout(d.saturating_duration_since(std::time::Instant::now()))
+            }
+            None => std::thread::park(),
+        }
+    }
+}
+
+#[test]
+fn spawn_all_wakes_its_joiner_once() {
+    in_child_process("spawn_all_wakes_its_joiner_once", || {
+        let rt = rt(3);
+        let wakes = Arc::new(AtomicUsize::new(0));
+        let park: std::rc::Rc<dyn swco_channel::hook::Park> = std::rc::Rc::new(CountingPark {
+            thread: std::thread::current(),
+            wakes: wakes.clone(),
+        });
+        swco_channel::hook::set_current(Some(park));
+        // Members finish one after another, well after the join parks.
+        let g = rt.spawn_all(|cpe| {
+            swco_executor::sleep(Duration::from_millis(30 * (cpe as u64 + 1)));
+            cpe
+        });
+        assert_eq!(g.join().unwrap(), [0, 1, 2]);
+        swco_channel::hook::set_current(None);
+        assert_eq!(
+            wakes.load(Ordering::SeqCst),
+            1,
+            "one wake for the whole group"
+        );
+    });
+}
+
 // --- scope -------------------------------------------------------------------
 
 #[test]
