@@ -44,6 +44,11 @@ pub use swco_executor::{
     Runtime, RuntimeBuilder, ShutdownTimeout, SpawnBuilder, SpawnError, Stats, DEFAULT_EXECUTORS,
     DEFAULT_STACK_SIZE, MAX_EXECUTORS, MIN_STACK_SIZE,
 };
+// --- athread / swYAKL model (swco-executor) -----------------------------------
+pub use swco_executor::{
+    parallel_for, parallel_reduce, scope, GroupHandle, Scope, ScopedJoinHandle,
+};
+// --- end athread / swYAKL model ----------------------------------------------
 // --- end runtime API ---------------------------------------------------------
 
 /// The names most programs need: `use swco::prelude::*;`.

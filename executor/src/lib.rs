@@ -25,21 +25,28 @@
 #![cfg_attr(loom, allow(dead_code, unused_imports))]
 #![warn(missing_docs)]
 
+mod chunks;
 mod error;
 mod inbox;
 mod join;
 mod wake;
 
 #[cfg(not(loom))]
+mod countdown;
+#[cfg(not(loom))]
 mod dump;
 #[cfg(not(loom))]
 mod executor;
+#[cfg(not(loom))]
+mod group;
 #[cfg(not(loom))]
 mod job;
 #[cfg(not(loom))]
 mod panic;
 #[cfg(not(loom))]
 mod panic_hook;
+#[cfg(not(loom))]
+mod parallel;
 #[cfg(not(loom))]
 mod park;
 #[cfg(not(loom))]
@@ -48,6 +55,8 @@ mod placement;
 mod queues;
 #[cfg(not(loom))]
 mod runtime;
+#[cfg(not(loom))]
+mod scope;
 #[cfg(not(loom))]
 mod shared;
 #[cfg(not(loom))]
@@ -71,6 +80,10 @@ pub use join::{JoinError, JoinFuture, JoinHandle};
 #[cfg(not(loom))]
 pub use dump::{CoroutineDump, CoroutineState, RuntimeDump};
 #[cfg(not(loom))]
+pub use group::GroupHandle;
+#[cfg(not(loom))]
+pub use parallel::{parallel_for, parallel_reduce};
+#[cfg(not(loom))]
 pub use placement::Placement;
 #[cfg(not(loom))]
 pub use runtime::{
@@ -78,6 +91,8 @@ pub use runtime::{
     yield_now, Runtime, RuntimeBuilder, SpawnBuilder, DEFAULT_EXECUTORS, DEFAULT_STALL_REPORT,
     MAX_EXECUTORS,
 };
+#[cfg(not(loom))]
+pub use scope::{scope, Scope, ScopedJoinHandle};
 #[cfg(not(loom))]
 pub use stack::{GuardPages, DEFAULT_STACK_SIZE, MIN_STACK_SIZE};
 #[cfg(not(loom))]
@@ -89,6 +104,7 @@ pub use stats::{ExecutorStats, Stats};
 /// it exists only under `--cfg loom` (the `swco-loom-tests` models).
 #[cfg(loom)]
 pub mod model {
+    pub use crate::chunks::ChunkCounter;
     pub use crate::inbox::{Inbox, InboxQueue, SpawnNode, Spawnable, WakeLink};
     pub use crate::join::{Completer, JoinSlot};
     pub use crate::stall::StallWatch;

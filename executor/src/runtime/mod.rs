@@ -197,6 +197,11 @@ impl Runtime {
         (&self.shared, self.on_own_executor())
     }
 
+    /// The runtime's shared state, for scopes, whose children keep it.
+    pub(crate) fn shared_arc(&self) -> &Arc<RuntimeShared> {
+        &self.shared
+    }
+
     /// A snapshot of the live coroutines: for each, its id, name, executor,
     /// state, what it waits on, where it was spawned and how much stack it
     /// used. Its `Display` prints one line per coroutine, grouped by
