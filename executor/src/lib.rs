@@ -25,6 +25,8 @@
 #![cfg_attr(loom, allow(dead_code, unused_imports))]
 #![warn(missing_docs)]
 
+#[cfg(not(loom))]
+mod blocking;
 mod error;
 mod inbox;
 mod join;
@@ -68,6 +70,8 @@ mod trace;
 pub use error::{BuildError, ShutdownTimeout, SpawnError};
 pub use join::{JoinError, JoinFuture, JoinHandle};
 
+#[cfg(not(loom))]
+pub use blocking::{unblock, DEFAULT_BLOCKING_KEEP_ALIVE, DEFAULT_BLOCKING_THREADS};
 #[cfg(not(loom))]
 pub use dump::{CoroutineDump, CoroutineState, RuntimeDump};
 #[cfg(not(loom))]

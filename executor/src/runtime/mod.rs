@@ -432,6 +432,16 @@ impl RuntimeShared {
                  {detached} executor threads are left running, detached"
             );
         }
+        // No coroutine is left to submit blocking jobs (bar stuck ones,
+        // which then run them in place): wait for the pool's (`blocking.rs`).
+        let left_running = self.blocking.shut_down(deadline);
+        if left_running > 0 {
+            eprintln!(
+                "swco: shutdown_timeout: {left_running} blocking jobs are still running \
+                 (a blocking call cannot be unwound); their pool threads are left \
+                 running, detached"
+            );
+        }
         if let Some(trace) = &self.trace {
             // Every joined executor has handed its recording in.
             trace.write();
