@@ -260,8 +260,10 @@ impl Runtime {
     }
 
     /// Waits for every live coroutine to finish, then stops and joins the
-    /// executor threads. Idempotent; also done on drop. Spawning afterwards
-    /// fails with [`SpawnError::ShutDown`].
+    /// executor threads, then waits for the blocking jobs still queued or
+    /// running ([`spawn_blocking`](Runtime::spawn_blocking)) and joins the
+    /// blocking pool's threads. Idempotent; also done on drop. Spawning
+    /// afterwards fails with [`SpawnError::ShutDown`].
     ///
     /// # Panics
     ///
@@ -286,6 +288,11 @@ impl Runtime {
     /// cancelled yet) are counted
     /// in [`ShutdownTimeout::stuck`], and their executor threads are left
     /// running, detached, rather than joined.
+    ///
+    /// Blocking jobs get the same deadline: then those still queued are
+    /// dropped unrun (cancelled) and those still running are left to their
+    /// pool threads, detached, with a note on stderr, since a blocking call
+    /// cannot be unwound; they do not count in the error.
     ///
     /// A `timeout` too large to represent (`Duration::MAX`) waits for ever.
     ///
