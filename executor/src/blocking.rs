@@ -215,6 +215,13 @@ impl BlockingPool {
         self.exited.notify_all();
     }
 
+    /// Whether a job is queued or running: coroutines may be waiting on
+    /// it, and a stall report would be false.
+    pub(crate) fn busy(&self) -> bool {
+        let s = self.lock();
+        s.running > 0 || !s.queue.is_empty()
+    }
+
     /// Refuses new jobs, then waits until every queued and running job
     /// has finished and every pool thread has exited, or until `deadline`.
     /// At the deadline, the jobs still queued are dropped unrun (their

@@ -367,7 +367,8 @@ impl RuntimeShared {
         }
         // SeqCst: as in `wait_idle`.
         let live = self.live.load(Ordering::SeqCst);
-        if self.stall.claim_report(self.progress()) {
+        // Coroutines waiting on the blocking pool are not stalled.
+        if !self.blocking.busy() && self.stall.claim_report(self.progress()) {
             let dump = self.dump(None);
             eprintln!(
                 "swco: stalled: the runtime's shutdown (or drop) has waited {period:.1?} for \
