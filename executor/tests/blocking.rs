@@ -306,37 +306,32 @@ fn shutdown_waits_for_queued_and_running_blocking_jobs() {
 
 #[test]
 fn shutdown_timeout_detaches_a_blocking_job_that_never_returns() {
-    in_child_process(
-        "shutdown_timeout_detaches_a_blocking_job_that_never_returns",
-        || {
-            let rt = Runtime::builder()
-                .executors(1)
-                .blocking_threads(1)
-                .build()
-                .unwrap();
-            let (started_tx, started_rx) = std::sync::mpsc::channel();
-            let _forever = rt.spawn_blocking(move || {
-                started_tx.send(()).unwrap();
-                loop {
-                    thread::park();
-                }
-            });
-            let queued = rt.spawn_blocking(|| unreachable!("runs only after the first"));
-            started_rx.recv().unwrap();
-            // Returns instead of hanging; the queued job is dropped unrun.
-            assert!(rt.shutdown_timeout(Duration::from_millis(50)).is_ok());
-            assert!(queued.join().unwrap_err().is_cancelled());
-        },
-    );
+    const NAME: &str = "shutdown_timeout_detaches_a_blocking_job_that_never_returns";
     if common::in_child() {
+        let rt = Runtime::builder()
+            .executors(1)
+            .blocking_threads(1)
+            .build()
+            .unwrap();
+        let (started_tx, started_rx) = std::sync::mpsc::channel();
+        let _forever = rt.spawn_blocking(move || {
+            started_tx.send(()).unwrap();
+            loop {
+                thread::park();
+            }
+        });
+        let queued = rt.spawn_blocking(|| unreachable!("runs only after the first"));
+        started_rx.recv().unwrap();
+        // Returns instead of hanging; the queued job is dropped unrun.
+        assert!(rt.shutdown_timeout(Duration::from_millis(50)).is_ok());
+        assert!(queued.join().unwrap_err().is_cancelled());
         return;
     }
-    let out = common::run_child("shutdown_timeout_detaches_a_blocking_job_that_never_returns");
+    let (status, stderr) = common::exited(NAME, common::run_child(NAME));
+    assert!(status.success(), "{stderr}");
     assert!(
-        out.stderr
-            .contains("1 blocking jobs are still running (a blocking call cannot be unwound)"),
-        "{}",
-        out.both()
+        stderr.contains("1 blocking jobs are still running (a blocking call cannot be unwound)"),
+        "{stderr}"
     );
 }
 
@@ -366,4 +361,25 @@ fn unblock_after_shutdown_runs_in_place() {
         // The pool is shut: it ran in place, on the executor's thread.
         assert_eq!(rx.recv().unwrap().as_deref(), Some("swco-cpe-0"));
     });
+}
+
+#[test]
+fn a_coroutine_waiting_on_unblock_is_not_reported_stalled() {
+    const NAME: &str = "a_coroutine_waiting_on_unblock_is_not_reported_stalled";
+    if common::in_child() {
+        let rt = Runtime::builder()
+            .executors(1)
+            .stall_report(Some(Duration::from_millis(30)))
+            .build()
+            .unwrap();
+        // Several stall periods long: the executor is idle all along, but
+        // the pool's thread will wake the coroutine.
+        let h = rt.spawn(|| unblock(|| thread::sleep(Duration::from_millis(300))));
+        h.join().unwrap();
+        rt.shutdown();
+        return;
+    }
+    let (status, stderr) = common::exited(NAME, common::run_child(NAME));
+    assert!(status.success(), "{stderr}");
+    assert!(!stderr.contains("stalled"), "{stderr}");
 }
