@@ -136,6 +136,8 @@ impl BlockingPool {
         if s.shut {
             return Err((task, Refusal::ShutDown));
         }
+        // The job's identity, to find it again if no thread can run it.
+        let key = (&*task as *const (dyn FnOnce() + Send)).cast::<()>();
         s.queue.push_back(task);
         if s.idle > s.notified {
             s.notified += 1;
@@ -160,11 +162,24 @@ impl BlockingPool {
                 Err(e) => {
                     s.threads -= 1;
                     if s.threads == 0 {
-                        // Nobody would ever run it: hand the job (the last
-                        // queued, ours, as nobody else could take it) back.
-                        if let Some(task) = s.queue.pop_back() {
+                        // Nobody would ever run what is queued: hand ours
+                        // back, and drop the others (submitted meanwhile by
+                        // callers who counted on our thread), which
+                        // completes their slots as cancelled.
+                        let queued = std::mem::take(&mut s.queue);
+                        drop(s);
+                        let mut ours = None;
+                        for task in queued {
+                            if (&*task as *const (dyn FnOnce() + Send)).cast::<()>() == key {
+                                ours = Some(task);
+                            } else {
+                                crate::panic::drop_closure(task);
+                            }
+                        }
+                        if let Some(task) = ours {
                             return Err((task, Refusal::NoThread(e)));
                         }
+                        return Ok(());
                     }
                     // Another thread runs and will take it.
                 }
