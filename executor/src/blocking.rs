@@ -336,7 +336,8 @@ impl BlockingPool {
 /// [`shutdown_timeout`](Runtime::shutdown_timeout) left running, or one
 /// still running after its runtime was dropped from inside), `f` also runs
 /// in place, on the executor thread, blocking it: the call still does what
-/// it says, and nothing is left to block anyway.
+/// it says, and nothing is left to block anyway. The same holds if the OS
+/// refuses to start a pool thread while none runs.
 ///
 /// A panic in `f` comes back to the caller: it is re-raised with its
 /// payload whole ([`resume_unwind`]), so `catch_unwind` around `unblock`

@@ -9,7 +9,9 @@
 //! it first runs, and stays there for life. A coroutine
 //! that blocks on a `swco-channel` channel or on a [`JoinHandle`] suspends
 //! in its executor's task table; the wake puts it back on that executor's
-//! runnable queue. Idle executors park.
+//! runnable queue. Idle executors park. A std blocking call would stop
+//! a whole executor: [`unblock`] (or [`Runtime::spawn_blocking`]) runs it
+//! on the runtime's blocking pool while only the calling coroutine waits.
 //!
 //! ```
 //! use swco_executor::Runtime;
