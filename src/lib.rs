@@ -39,7 +39,7 @@ pub use swco_channel::select_biased;
 
 // --- runtime API (swco-executor) -------------------------------------------
 pub use swco_executor::{
-    current_cpe, current_id, current_name, shutdown_requested, sleep, sleep_until, spawn,
+    current_cpe, current_id, current_name, shutdown_requested, sleep, sleep_until, spawn, unblock,
     yield_now, BuildError, ExecutorStats, GuardPages, JoinError, JoinFuture, JoinHandle, Placement,
     Runtime, RuntimeBuilder, ShutdownTimeout, SpawnBuilder, SpawnError, Stats, DEFAULT_EXECUTORS,
     DEFAULT_STACK_SIZE, MAX_EXECUTORS, MIN_STACK_SIZE,
@@ -49,12 +49,13 @@ pub use swco_executor::{
     parallel_for, parallel_reduce, scope, GroupHandle, Scope, ScopedJoinHandle,
 };
 // --- end athread / swYAKL model ----------------------------------------------
+pub use swco_executor::{DEFAULT_BLOCKING_KEEP_ALIVE, DEFAULT_BLOCKING_THREADS};
 // --- end runtime API ---------------------------------------------------------
 
 /// The names most programs need: `use swco::prelude::*;`.
 pub mod prelude {
     pub use crate::channel::{self, mpmc, mpsc, spmc, spsc, Cas, Updt};
-    pub use crate::{current_cpe, sleep, spawn, yield_now, JoinHandle, Runtime};
+    pub use crate::{current_cpe, sleep, spawn, unblock, yield_now, JoinHandle, Runtime};
 }
 
 /// The README's examples, compiled and run as doc tests.

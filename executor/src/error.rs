@@ -8,6 +8,9 @@ use std::fmt;
 pub enum BuildError {
     /// `executors(0)`: a runtime needs at least one executor.
     NoExecutors,
+    /// [`blocking_threads(0)`](crate::RuntimeBuilder::blocking_threads):
+    /// the blocking pool needs room for at least one thread.
+    NoBlockingThreads,
     /// More executors than [`MAX_EXECUTORS`](crate::MAX_EXECUTORS): each is
     /// an OS thread with its own stacks, and counts in the tens of thousands
     /// exhaust the kernel's thread and mapping limits.
@@ -54,6 +57,9 @@ impl fmt::Display for BuildError {
             BuildError::NoExecutors => {
                 f.write_str("a runtime needs at least one executor (executors(0) given)")
             }
+            BuildError::NoBlockingThreads => f.write_str(
+                "the blocking pool needs at least one thread (blocking_threads(0) given)",
+            ),
             BuildError::TooManyExecutors { requested, maximum } => write!(
                 f,
                 "{requested} executors requested; at most {maximum} are supported \

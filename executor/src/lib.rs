@@ -9,7 +9,9 @@
 //! it first runs, and stays there for life. A coroutine
 //! that blocks on a `swco-channel` channel or on a [`JoinHandle`] suspends
 //! in its executor's task table; the wake puts it back on that executor's
-//! runnable queue. Idle executors park.
+//! runnable queue. Idle executors park. A std blocking call would stop
+//! a whole executor: [`unblock`] (or [`Runtime::spawn_blocking`]) runs it
+//! on the runtime's blocking pool while only the calling coroutine waits.
 //!
 //! ```
 //! use swco_executor::Runtime;
@@ -25,6 +27,8 @@
 #![cfg_attr(loom, allow(dead_code, unused_imports))]
 #![warn(missing_docs)]
 
+#[cfg(not(loom))]
+mod blocking;
 mod chunks;
 mod error;
 mod inbox;
@@ -77,6 +81,8 @@ mod trace;
 pub use error::{BuildError, ShutdownTimeout, SpawnError};
 pub use join::{JoinError, JoinFuture, JoinHandle};
 
+#[cfg(not(loom))]
+pub use blocking::{unblock, DEFAULT_BLOCKING_KEEP_ALIVE, DEFAULT_BLOCKING_THREADS};
 #[cfg(not(loom))]
 pub use dump::{CoroutineDump, CoroutineState, RuntimeDump};
 #[cfg(not(loom))]

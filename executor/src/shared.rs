@@ -191,6 +191,9 @@ pub(crate) struct RuntimeShared {
     pub(crate) stall_report: Option<Duration>,
     /// Where the trace goes, if one is recorded (`trace.rs`).
     pub(crate) trace: Option<crate::trace::TraceSink>,
+    /// The threads that run `unblock` and `spawn_blocking` jobs
+    /// (`blocking.rs`).
+    pub(crate) blocking: Arc<crate::blocking::BlockingPool>,
 }
 
 impl RuntimeShared {

@@ -179,7 +179,11 @@ impl Local {
             let n = self.runtime.executors();
             // SeqCst: pairs with spawns and finishes (`RuntimeShared::live`).
             let live = self.runtime.live.load(Ordering::SeqCst);
-            if Instant::now() >= at
+            if Instant::now() >= at && self.runtime.blocking.busy() {
+                // Coroutines waiting on the blocking pool are not stalled:
+                // its threads will wake them. Watch again from now.
+                self.watch.set(Some((watch, Instant::now())));
+            } else if Instant::now() >= at
                 && live > 0
                 && stall.all_idle(n)
                 && self.runtime.progress() == watch

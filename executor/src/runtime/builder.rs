@@ -9,6 +9,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::Duration;
 
+use crate::blocking::{BlockingPool, DEFAULT_BLOCKING_KEEP_ALIVE, DEFAULT_BLOCKING_THREADS};
 use crate::sync::Parker;
 
 use super::Runtime;
@@ -54,6 +55,8 @@ pub struct RuntimeBuilder {
     dump_on_sigquit: bool,
     trace: Option<PathBuf>,
     trace_capacity: usize,
+    blocking_threads: usize,
+    blocking_keep_alive: Duration,
 }
 
 /// The default period of [`RuntimeBuilder::stall_report`].
@@ -71,6 +74,8 @@ impl Default for RuntimeBuilder {
             dump_on_sigquit: false,
             trace: None,
             trace_capacity: DEFAULT_TRACE_CAPACITY,
+            blocking_threads: DEFAULT_BLOCKING_THREADS,
+            blocking_keep_alive: DEFAULT_BLOCKING_KEEP_ALIVE,
         }
     }
 }
@@ -239,6 +244,40 @@ impl RuntimeBuilder {
         self
     }
 
+    /// The most threads of the blocking pool, which runs
+    /// [`unblock`](crate::unblock) and
+    /// [`Runtime::spawn_blocking`] jobs: [`DEFAULT_BLOCKING_THREADS`] (512)
+    /// by default. None is started at build time; each starts when a job
+    /// finds every running one busy (named `swco-blocking-<n>`), and exits
+    /// after [`DEFAULT_BLOCKING_KEEP_ALIVE`] (10 s) without a job. With
+    /// `max` threads busy, further jobs wait in the pool's queue, in order.
+    /// Zero is a [`BuildError::NoBlockingThreads`].
+    ///
+    /// ```
+    /// let rt = swco_executor::Runtime::builder()
+    ///     .executors(1)
+    ///     .blocking_threads(2)
+    ///     .build()
+    ///     .unwrap();
+    /// let jobs: Vec<_> = (0..4u64).map(|i| rt.spawn_blocking(move || i * i)).collect();
+    /// let sum: u64 = jobs.into_iter().map(|h| h.join().unwrap()).sum();
+    /// assert_eq!(sum, 14);
+    /// ```
+    #[must_use]
+    pub fn blocking_threads(mut self, max: usize) -> Self {
+        self.blocking_threads = max;
+        self
+    }
+
+    /// How long an idle blocking-pool thread waits for a job before it
+    /// exits ([`DEFAULT_BLOCKING_KEEP_ALIVE`] by default). For tests.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn blocking_keep_alive(mut self, keep_alive: Duration) -> Self {
+        self.blocking_keep_alive = keep_alive;
+        self
+    }
+
     /// Starts the executor threads.
     ///
     /// The first build also wraps the process's panic hook (whatever hook is
@@ -251,7 +290,7 @@ impl RuntimeBuilder {
     ///
     /// # Errors
     ///
-    /// [`BuildError`] for zero executors, a stack below [`MIN_STACK_SIZE`] or
+    /// [`BuildError`] for zero executors (or blocking threads), a stack below [`MIN_STACK_SIZE`] or
     /// too large to map, a trace file that cannot be created, or a failure
     /// to start a thread.
     // The lock is never poisoned: nothing panics while holding it.
@@ -259,6 +298,9 @@ impl RuntimeBuilder {
     pub fn build(self) -> Result<Runtime, BuildError> {
         if self.executors == 0 {
             return Err(BuildError::NoExecutors);
+        }
+        if self.blocking_threads == 0 {
+            return Err(BuildError::NoBlockingThreads);
         }
         if self.executors > MAX_EXECUTORS {
             return Err(BuildError::TooManyExecutors {
@@ -320,6 +362,7 @@ impl RuntimeBuilder {
             stall: StallWatch::new(),
             stall_report: self.stall_report,
             trace,
+            blocking: BlockingPool::new(self.blocking_threads, self.blocking_keep_alive),
         });
         if self.dump_on_sigquit {
             crate::sigquit::register(&shared).map_err(BuildError::Signal)?;

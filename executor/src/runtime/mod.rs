@@ -265,8 +265,10 @@ impl Runtime {
     }
 
     /// Waits for every live coroutine to finish, then stops and joins the
-    /// executor threads. Idempotent; also done on drop. Spawning afterwards
-    /// fails with [`SpawnError::ShutDown`].
+    /// executor threads, then waits for the blocking jobs still queued or
+    /// running ([`spawn_blocking`](Runtime::spawn_blocking)) and joins the
+    /// blocking pool's threads. Idempotent; also done on drop. Spawning
+    /// afterwards fails with [`SpawnError::ShutDown`].
     ///
     /// # Panics
     ///
@@ -291,6 +293,11 @@ impl Runtime {
     /// cancelled yet) are counted
     /// in [`ShutdownTimeout::stuck`], and their executor threads are left
     /// running, detached, rather than joined.
+    ///
+    /// Blocking jobs get the same deadline: then those still queued are
+    /// dropped unrun (cancelled) and those still running are left to their
+    /// pool threads, detached, with a note on stderr, since a blocking call
+    /// cannot be unwound; they do not count in the error.
     ///
     /// A `timeout` too large to represent (`Duration::MAX`) waits for ever.
     ///
@@ -365,7 +372,8 @@ impl RuntimeShared {
         }
         // SeqCst: as in `wait_idle`.
         let live = self.live.load(Ordering::SeqCst);
-        if self.stall.claim_report(self.progress()) {
+        // Coroutines waiting on the blocking pool are not stalled.
+        if !self.blocking.busy() && self.stall.claim_report(self.progress()) {
             let dump = self.dump(None);
             eprintln!(
                 "swco: stalled: the runtime's shutdown (or drop) has waited {period:.1?} for \
@@ -435,6 +443,16 @@ impl RuntimeShared {
                 "swco: shutdown_timeout: {stuck} cancelled coroutines are still running \
                  or blocked (a coroutine that has not yielded, or a Drop that blocks); \
                  {detached} executor threads are left running, detached"
+            );
+        }
+        // No coroutine is left to submit blocking jobs (bar stuck ones,
+        // which then run them in place): wait for the pool's (`blocking.rs`).
+        let left_running = self.blocking.shut_down(deadline);
+        if left_running > 0 {
+            eprintln!(
+                "swco: shutdown_timeout: {left_running} blocking jobs are still running \
+                 (a blocking call cannot be unwound); their pool threads are left \
+                 running, detached"
             );
         }
         if let Some(trace) = &self.trace {
