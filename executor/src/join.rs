@@ -15,6 +15,21 @@
 //!   threads at once, registers in `watchers` and takes its waker out again
 //!   when it times out. The completer wakes them all.
 //!
+//! Cancellation ([`JoinHandle::cancel`]) is requested through the slot:
+//!
+//! * The request flag is set, and the coroutine's waker (its *runner*) read,
+//!   under the slot's lock; the coroutine registers its runner, or sees the
+//!   flag and never runs its closure, under the same lock when it starts
+//!   ([`JoinSlot::start_running`]); completion takes the runner out under
+//!   it. So a cancel either finds the slot complete (and does nothing),
+//!   finds the coroutine not started (which then sees the flag), or finds
+//!   its runner and wakes it.
+//! * The flag is set *before* that wake, so a coroutine that the wake
+//!   resumes, or whose next park the wake turns into a non-suspension
+//!   (`NOTIFIED`), sees the flag (`CancelFlag::is_requested`) and unwinds.
+//!   The wake is an ordinary one: only the winner of `WAITING -> RUNNING`
+//!   schedules, so a cancel never schedules twice.
+//!
 //! Blocking goes through the channel crate's park hook, so `join` suspends
 //! only the calling coroutine on an executor thread and parks a plain thread
 //! otherwise. The module only uses the crate's `sync` shim and compiles under
@@ -28,7 +43,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use crate::sync::{Arc, Mutex};
+use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
 use swco_channel::hook::{self, Describe, Op, WaitingOn};
 
 /// Why a coroutine produced no value.
@@ -169,7 +184,8 @@ impl JoinError {
         matches!(self.reason, Reason::Panic(_))
     }
 
-    /// Whether the coroutine was cancelled before it finished (a
+    /// Whether the coroutine was cancelled before it finished (by
+    /// [`JoinHandle::cancel`], or a
     /// [`shutdown_timeout`](crate::Runtime::shutdown_timeout) expired).
     #[must_use]
     pub fn is_cancelled(&self) -> bool {
@@ -245,7 +261,7 @@ impl fmt::Display for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.reason {
             Reason::Panic(p) => write!(f, "coroutine panicked: {}", p.message),
-            Reason::Cancelled => f.write_str("coroutine was cancelled at shutdown"),
+            Reason::Cancelled => f.write_str("coroutine was cancelled"),
             Reason::ShutDown => f.write_str("coroutine was not run: the runtime is shut down"),
             Reason::Refused(why) => write!(f, "coroutine was not run: {why}"),
         }
@@ -338,6 +354,9 @@ impl Describe for SpawnInfo {
 struct SlotState<T> {
     result: Option<Result<T, JoinError>>,
     done: bool,
+    /// The coroutine's own waker while its closure may run (from
+    /// [`JoinSlot::start_running`] to completion), for a cancel to wake it.
+    runner: Option<Waker>,
     /// The handle's own wait (`join`, `join_async`).
     joiner: Option<Waker>,
     /// `wait_timeout` callers (several threads may share the handle).
@@ -349,6 +368,25 @@ struct SlotState<T> {
 pub struct JoinSlot<T> {
     state: Mutex<SlotState<T>>,
     info: SpawnInfo,
+    cancel: CancelFlag,
+}
+
+/// Whether a coroutine's cancellation was requested
+/// ([`JoinHandle::cancel`]). Set under its slot's lock, read lock-free by
+/// the coroutine's executor at each suspension point.
+#[doc(hidden)]
+#[derive(Debug, Default)]
+pub struct CancelFlag(AtomicBool);
+
+impl CancelFlag {
+    /// Whether cancellation was requested.
+    #[must_use]
+    pub fn is_requested(&self) -> bool {
+        // Acquire: pairs with the Release in `request_cancel`. (The wake
+        // that follows the request synchronises as well; this keeps a
+        // coroutine that only yields correct without it.)
+        self.0.load(Ordering::Acquire)
+    }
 }
 
 impl<T: Send + 'static> JoinSlot<T> {
@@ -388,9 +426,53 @@ impl<T> JoinSlot<T> {
                 done: false,
                 joiner: None,
                 watchers: Vec::new(),
+                runner: None,
             }),
             info,
+            cancel: CancelFlag::default(),
         }
+    }
+
+    /// The coroutine's cancel request flag.
+    pub fn cancel_flag(&self) -> &CancelFlag {
+        &self.cancel
+    }
+
+    /// The coroutine is about to run its closure, woken by `runner` when
+    /// parked: registers `runner` for [`request_cancel`](Self::request_cancel)
+    /// and returns `true`, or returns `false` (registering nothing) if
+    /// cancellation was requested first, or the slot is already complete:
+    /// then the closure must not run.
+    ///
+    /// # Panics
+    ///
+    /// Never: the lock is never poisoned (nothing panics holding it).
+    pub fn start_running(&self, runner: Waker) -> bool {
+        let mut s = self.state.lock().unwrap();
+        // Under the lock `request_cancel` sets the flag under: see the
+        // module docs.
+        if s.done || self.cancel.0.load(Ordering::Relaxed) {
+            return false;
+        }
+        s.runner = Some(runner);
+        true
+    }
+
+    /// Requests cancellation: returns the coroutine's waker, to wake
+    /// (outside the lock), if it is running or parked; `None` if it has
+    /// not started (it will see the flag) or has finished (nothing to do).
+    ///
+    /// # Panics
+    ///
+    /// Never: the lock is never poisoned (nothing panics holding it).
+    pub fn request_cancel(&self) -> Option<Waker> {
+        let s = self.state.lock().unwrap();
+        if s.done {
+            return None;
+        }
+        // Release: pairs with `CancelFlag::is_requested`.
+        self.cancel.0.store(true, Ordering::Release);
+        s.runner.clone()
     }
 
     /// What the spawn said about the coroutine.
@@ -401,15 +483,22 @@ impl<T> JoinSlot<T> {
     /// Stores the coroutine's outcome (unless the slot is already
     /// complete) and wakes whoever waits for it.
     pub(crate) fn complete(&self, result: Result<T, JoinError>) {
-        let (joiner, watchers) = {
+        let (joiner, watchers, runner) = {
             let mut s = self.state.lock().unwrap();
             if s.done {
                 return;
             }
             s.done = true;
             s.result = Some(result);
-            (s.joiner.take(), std::mem::take(&mut s.watchers))
+            (
+                s.joiner.take(),
+                std::mem::take(&mut s.watchers),
+                s.runner.take(),
+            )
         };
+        // Dropped outside the lock, as wakes are; now, not with the slot,
+        // so the coroutine's task header can be reused.
+        drop(runner);
         if let Some(w) = joiner {
             w.wake();
         }
@@ -616,6 +705,39 @@ impl<T> JoinHandle<T> {
                 }
             }
             park.park_on(None, WaitingOn::on(&slot_of(&self.slot).info));
+        }
+    }
+
+    /// Cancels the coroutine: if it has not started, its closure is
+    /// dropped and never runs; if it is parked or running, it is unwound
+    /// at its next suspension point (a channel operation or join that
+    /// blocks, a [`sleep`](crate::sleep), a [`yield_now`](crate::yield_now)),
+    /// running the `Drop`s of its stack, which may still block. Its
+    /// [`join`](JoinHandle::join) then returns an error with
+    /// [`JoinError::is_cancelled`].
+    ///
+    /// Cancelling a coroutine that has finished does nothing (its result
+    /// stays), and so does cancelling it again. Any thread or coroutine may
+    /// cancel, the coroutine itself included (it unwinds at its next
+    /// suspension). A coroutine that finishes without suspending again
+    /// keeps its result. A coroutine that never suspends cannot be
+    /// cancelled.
+    ///
+    /// Channels lose nothing: a message a cancelled receiver had not taken
+    /// stays for another receiver, and a value a cancelled sender was
+    /// sending is either delivered or dropped.
+    ///
+    /// ```
+    /// # use swco_executor::Runtime;
+    /// let rt = Runtime::builder().executors(1).build().unwrap();
+    /// let (_tx, rx) = swco_channel::mpmc::bounded::<u32>(1);
+    /// let h = rt.spawn(move || rx.recv());
+    /// h.cancel();
+    /// assert!(h.join().unwrap_err().is_cancelled());
+    /// ```
+    pub fn cancel(&self) {
+        if let Some(runner) = slot_of(&self.slot).request_cancel() {
+            runner.wake();
         }
     }
 

@@ -19,8 +19,9 @@
 //!   (`Local::park_running`), one level deep at most (`nested`); either
 //!   way it runs on its own stack, and `running`, `yielder` and the guard
 //!   page are its own while it runs and the parked one's again after.
-//! * A cancelling shutdown raises [`Cancelled`] in a coroutine at most once,
-//!   and never while it is already unwinding.
+//! * A cancelling shutdown, or a cancel through the join handle, raises
+//!   [`Cancelled`] in a coroutine at most once, and never while it is
+//!   already unwinding.
 //! * Nothing unwinds out of a coroutine into the executor loop: the job
 //!   catches its closure's panics, and the coroutine body catches the rest.
 
@@ -89,8 +90,10 @@ impl Local {
                 bump(&counters.blocks, 1);
                 bump(&counters.switches, 1);
                 bump(&counters.hand_offs, 1);
-                // No cancellation to raise: only the executor loop starts
-                // one, and it did not run since `take_hand_off` saw none.
+                // A shutdown's cancellation cannot have started (only the
+                // executor loop starts one), but a cancel through the join
+                // handle may have come with the wake.
+                self.raise_cancel();
                 return;
             }
         }
@@ -150,13 +153,20 @@ impl Local {
     /// because *another* coroutine of this executor is parked mid-unwind;
     /// then this coroutine is left to run and tried again later
     /// ([`Local::kick_cancel`]).
-    fn raise_cancel(&self) {
-        if !self.cancelling.get() || std::thread::panicking() {
-            return;
-        }
+    ///
+    /// The same goes for a coroutine whose cancellation was requested
+    /// through its join handle ([`TaskHeader::cancel_requested`]); every
+    /// return from a park calls this, suspended or not (`park.rs`), so the
+    /// wake that follows the request is never slept through. One passed
+    /// over because the thread is panicking is tried again at its next
+    /// suspension point.
+    pub(crate) fn raise_cancel(&self) {
         let Some(header) = self.running_header() else {
             return;
         };
+        if !(self.cancelling.get() || header.cancel_requested()) || std::thread::panicking() {
+            return;
+        }
         // Relaxed: only this thread touches the flag.
         if !header.cancel_raised.swap(true, Ordering::Relaxed) {
             std::panic::resume_unwind(Box::new(Cancelled));
