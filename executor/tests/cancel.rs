@@ -97,7 +97,10 @@ fn cancel_before_start_drops_the_closure_unrun() {
         release.store(true, Ordering::SeqCst);
         hog.join().unwrap();
         assert_cancelled(h);
-        assert!(!ran.load(Ordering::SeqCst), "a cancelled closure never runs");
+        assert!(
+            !ran.load(Ordering::SeqCst),
+            "a cancelled closure never runs"
+        );
         assert_eq!(drops.load(Ordering::SeqCst), 1, "its closure dropped once");
     });
 }
@@ -258,39 +261,42 @@ fn cancel_after_finish_keeps_the_result() {
 
 #[test]
 fn a_drop_that_blocks_during_the_unwinding_still_works() {
-    in_child_process("a_drop_that_blocks_during_the_unwinding_still_works", || {
-        struct Blocks {
-            rx: mpmc::Receiver<u32>,
-            got: Arc<AtomicUsize>,
-        }
-        impl Drop for Blocks {
-            fn drop(&mut self) {
-                swco_executor::yield_now();
-                let v = self.rx.recv().unwrap();
-                self.got.store(v as usize, Ordering::SeqCst);
+    in_child_process(
+        "a_drop_that_blocks_during_the_unwinding_still_works",
+        || {
+            struct Blocks {
+                rx: mpmc::Receiver<u32>,
+                got: Arc<AtomicUsize>,
             }
-        }
-        let rt = rt(1);
-        let got = Arc::new(AtomicUsize::new(0));
-        let (tx, rx) = mpmc::bounded::<u32>(0);
-        let (_never, parked_on) = mpmc::bounded::<u32>(1);
-        let (ready_tx, ready_rx) = mpmc::bounded::<()>(1);
-        let g = got.clone();
-        let h = rt.spawn(move || {
-            let _blocks = Blocks { rx, got: g };
-            ready_tx.send(()).unwrap();
-            parked_on.recv()
-        });
-        ready_rx.recv().unwrap();
-        settle();
-        h.cancel();
-        settle();
-        assert!(!h.is_finished(), "its Drop is waiting");
-        h.cancel();
-        tx.send(9).unwrap();
-        assert_cancelled(h);
-        assert_eq!(got.load(Ordering::SeqCst), 9);
-    });
+            impl Drop for Blocks {
+                fn drop(&mut self) {
+                    swco_executor::yield_now();
+                    let v = self.rx.recv().unwrap();
+                    self.got.store(v as usize, Ordering::SeqCst);
+                }
+            }
+            let rt = rt(1);
+            let got = Arc::new(AtomicUsize::new(0));
+            let (tx, rx) = mpmc::bounded::<u32>(0);
+            let (_never, parked_on) = mpmc::bounded::<u32>(1);
+            let (ready_tx, ready_rx) = mpmc::bounded::<()>(1);
+            let g = got.clone();
+            let h = rt.spawn(move || {
+                let _blocks = Blocks { rx, got: g };
+                ready_tx.send(()).unwrap();
+                parked_on.recv()
+            });
+            ready_rx.recv().unwrap();
+            settle();
+            h.cancel();
+            settle();
+            assert!(!h.is_finished(), "its Drop is waiting");
+            h.cancel();
+            tx.send(9).unwrap();
+            assert_cancelled(h);
+            assert_eq!(got.load(Ordering::SeqCst), 9);
+        },
+    );
 }
 
 /// Senders and receivers of `Counted` values on a channel of `capacity`,
@@ -466,13 +472,21 @@ fn many_ping_pongs_cancelled_from_two_threads() {
             }
         }
         assert!(cancelled >= PAIRS, "at least one of each pair: {cancelled}");
-        assert_eq!(guards.load(Ordering::SeqCst), 2 * PAIRS, "every stack unwound once");
+        assert_eq!(
+            guards.load(Ordering::SeqCst),
+            2 * PAIRS,
+            "every stack unwound once"
+        );
         let (made, drops, deliveries) = (
             made.load(Ordering::SeqCst),
             drops.load(Ordering::SeqCst),
             deliveries.load(Ordering::SeqCst),
         );
-        assert_eq!(drops + deliveries, made, "{drops} dropped + {deliveries} delivered");
+        assert_eq!(
+            drops + deliveries,
+            made,
+            "{drops} dropped + {deliveries} delivered"
+        );
     });
 }
 
@@ -483,4 +497,46 @@ impl Drop for Guard {
     fn drop(&mut self) {
         self.0.fetch_add(1, Ordering::SeqCst);
     }
+}
+
+/// A cancel that reaches a coroutine while another coroutine of its
+/// executor is parked mid-unwind cannot be raised then (a second panic on
+/// a panicking thread aborts): it is raised once that unwinding is over.
+#[test]
+fn a_cancel_put_off_by_another_unwinding_is_not_lost() {
+    in_child_process("a_cancel_put_off_by_another_unwinding_is_not_lost", || {
+        struct Blocks(mpmc::Receiver<u32>);
+        impl Drop for Blocks {
+            fn drop(&mut self) {
+                let _ = self.0.recv();
+            }
+        }
+        let rt = rt(1);
+        let (release, held) = mpmc::bounded::<u32>(1);
+        let (_never, parked_on) = mpmc::bounded::<u32>(1);
+        let (ready_tx, ready_rx) = mpmc::bounded::<()>(2);
+        let unwinding = {
+            let (parked_on, ready_tx) = (parked_on.clone(), ready_tx.clone());
+            rt.spawn(move || {
+                let _blocks = Blocks(held);
+                ready_tx.send(()).unwrap();
+                parked_on.recv()
+            })
+        };
+        let victim = rt.spawn(move || {
+            ready_tx.send(()).unwrap();
+            parked_on.recv()
+        });
+        ready_rx.recv().unwrap();
+        ready_rx.recv().unwrap();
+        settle();
+        unwinding.cancel();
+        settle();
+        assert!(!unwinding.is_finished(), "parked in its Drop, mid-unwind");
+        victim.cancel();
+        settle();
+        release.send(1).unwrap();
+        assert_cancelled(unwinding);
+        assert_cancelled(victim);
+    });
 }

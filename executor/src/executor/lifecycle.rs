@@ -29,6 +29,7 @@ use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::task::Waker;
 
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
@@ -158,18 +159,48 @@ impl Local {
     /// through its join handle ([`TaskHeader::cancel_requested`]); every
     /// return from a park calls this, suspended or not (`park.rs`), so the
     /// wake that follows the request is never slept through. One passed
-    /// over because the thread is panicking is tried again at its next
-    /// suspension point.
+    /// over because the thread is panicking (another coroutine of this
+    /// executor is parked mid-unwind, or this one is) is woken again once
+    /// the thread is not ([`Local::retry_cancels`]).
     pub(crate) fn raise_cancel(&self) {
         let Some(header) = self.running_header() else {
             return;
         };
-        if !(self.cancelling.get() || header.cancel_requested()) || std::thread::panicking() {
+        if !(self.cancelling.get() || header.cancel_requested()) {
+            return;
+        }
+        if std::thread::panicking() {
+            // Relaxed: only this thread touches the flag.
+            if !self.cancelling.get() && !header.cancel_raised.load(Ordering::Relaxed) {
+                // Nobody else would wake it for its cancel: the shutdown's
+                // `kick_cancel` only runs under a shutdown.
+                let mut retry = self.cancel_retry.borrow_mut();
+                if !retry.iter().any(|h| Arc::ptr_eq(h, header)) {
+                    retry.push(header.clone());
+                }
+            }
             return;
         }
         // Relaxed: only this thread touches the flag.
         if !header.cancel_raised.swap(true, Ordering::Relaxed) {
             std::panic::resume_unwind(Box::new(Cancelled));
+        }
+    }
+
+    /// Wakes the coroutines `raise_cancel` passed over while the thread was
+    /// panicking, once it is not: back here, between resumes, only a
+    /// coroutine parked mid-unwind keeps it panicking. A waker's wake, so
+    /// only the winner of `WAITING -> RUNNING` schedules; one that is
+    /// already runnable finds `NOTIFIED` at its next park and raises there.
+    #[inline(always)]
+    fn retry_cancels(&self) {
+        // Cheap when empty (the common case): one borrow flag, one length.
+        if self.cancel_retry.borrow().is_empty() || std::thread::panicking() {
+            return;
+        }
+        let retry = std::mem::take(&mut *self.cancel_retry.borrow_mut());
+        for header in retry {
+            Waker::from(header).wake();
         }
     }
 
@@ -362,6 +393,7 @@ impl Local {
         stack::set_running_guard(0);
         task.yielder = self.yielder.replace(std::ptr::null());
         self.running.set(std::ptr::null());
+        self.retry_cancels();
         match result {
             CoroutineResult::Yield(Suspend::Yield) => {
                 self.run_queue.borrow_mut().0.push_back(slot);
