@@ -560,6 +560,14 @@ impl<T> JoinHandle<T> {
         JoinHandle { slot, cpe: None }
     }
 
+    /// The slot, for the loom models to play the coroutine's side
+    /// ([`JoinSlot::start_running`], [`JoinSlot::cancel_flag`]).
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn model_slot(&self) -> &JoinSlot<T> {
+        slot_of(&self.slot)
+    }
+
     pub(crate) fn with_cpe(mut self, cpe: usize) -> Self {
         self.cpe = Some(cpe);
         self
