@@ -537,3 +537,47 @@ fn a_cancel_put_off_by_another_unwinding_is_not_lost() {
         assert_cancelled(victim);
     });
 }
+
+/// Coroutines spawned from a plain thread share its home executor, and the
+/// other one steals the unstarted ones: cancels racing with the steals,
+/// the starts and the parks reach exactly the coroutines cancelled.
+#[test]
+fn cancels_race_with_steals() {
+    in_child_process("cancels_race_with_steals", || {
+        const N: usize = 400;
+        let rt = rt(2);
+        let guards = Arc::new(AtomicUsize::new(0));
+        let (tx, rx) = mpmc::bounded::<()>(1);
+        let mut handles = Vec::new();
+        for i in 0..N {
+            let guard = Guard(guards.clone());
+            let rx = rx.clone();
+            handles.push(rt.spawn(move || {
+                let _guard = guard;
+                swco_executor::yield_now();
+                let _ = rx.recv();
+                i
+            }));
+            if i % 2 == 1 {
+                handles[i - 1].cancel();
+            }
+        }
+        drop(rx);
+        settle();
+        drop(tx);
+        for (i, h) in handles.into_iter().enumerate() {
+            match h.join() {
+                Ok(v) => assert!(i % 2 == 1 && v == i, "coroutine {i} was cancelled"),
+                Err(e) => assert!(i % 2 == 0 && e.is_cancelled(), "coroutine {i}: {e}"),
+            }
+        }
+        assert_eq!(
+            guards.load(Ordering::SeqCst),
+            N,
+            "every closure dropped once"
+        );
+        // Not asserted (stealing is a matter of timing): shown.
+        let started: Vec<u64> = rt.stats().executors.iter().map(|e| e.spawned).collect();
+        eprintln!("coroutines started per executor: {started:?}");
+    });
+}
