@@ -17,17 +17,21 @@
 //!
 //! Cancellation ([`JoinHandle::cancel`]) is requested through the slot:
 //!
-//! * The request flag is set, and the coroutine's waker (its *runner*) read,
-//!   under the slot's lock; the coroutine registers its runner, or sees the
-//!   flag and never runs its closure, under the same lock when it starts
-//!   ([`JoinSlot::start_running`]); completion takes the runner out under
-//!   it. So a cancel either finds the slot complete (and does nothing),
-//!   finds the coroutine not started (which then sees the flag), or finds
-//!   its runner and wakes it.
-//! * The flag is set *before* that wake, so a coroutine that the wake
-//!   resumes, or whose next park the wake turns into a non-suspension
-//!   (`NOTIFIED`), sees the flag (`CancelFlag::is_requested`) and unwinds.
-//!   The wake is an ordinary one: only the winner of `WAITING -> RUNNING`
+//! * One word ([`CancelFlag`]) says `NEW`, `REQUESTED`, or, once the
+//!   coroutine started, where its waker (its *runner*) is. The start moves
+//!   it `NEW -> runner` by one CAS ([`JoinSlot::start_running`]): it fails
+//!   only if a cancel came first, and then the closure never runs. A cancel
+//!   swaps in `REQUESTED` under the slot's lock, after checking the slot is
+//!   not complete, and wakes the runner it swapped out, still under the
+//!   lock: completion takes the same lock, and the runner (owned by the
+//!   coroutine's task header) lives until the coroutine has completed. So a
+//!   cancel finds the slot complete (and does nothing), or the coroutine
+//!   not started (which then sees the request), or its runner, which it
+//!   wakes; a second cancel swaps out `REQUESTED` and does nothing.
+//! * The request is in place *before* that wake, so a coroutine that the
+//!   wake resumes, or whose next park the wake turns into a non-suspension
+//!   (`NOTIFIED`), sees it (`CancelFlag::is_requested`) and unwinds. The
+//!   wake is an ordinary one: only the winner of `WAITING -> RUNNING`
 //!   schedules, so a cancel never schedules twice.
 //!
 //! Blocking goes through the channel crate's park hook, so `join` suspends
@@ -43,7 +47,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
+use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
 use swco_channel::hook::{self, Describe, Op, WaitingOn};
 
 /// Why a coroutine produced no value.
@@ -354,9 +358,6 @@ impl Describe for SpawnInfo {
 struct SlotState<T> {
     result: Option<Result<T, JoinError>>,
     done: bool,
-    /// The coroutine's own waker while its closure may run (from
-    /// [`JoinSlot::start_running`] to completion), for a cancel to wake it.
-    runner: Option<Waker>,
     /// The handle's own wait (`join`, `join_async`).
     joiner: Option<Waker>,
     /// `wait_timeout` callers (several threads may share the handle).
@@ -371,21 +372,29 @@ pub struct JoinSlot<T> {
     cancel: CancelFlag,
 }
 
-/// Whether a coroutine's cancellation was requested
-/// ([`JoinHandle::cancel`]). Set under its slot's lock, read lock-free by
-/// the coroutine's executor at each suspension point.
+/// A coroutine's cancel state ([`JoinHandle::cancel`]): [`Self::NEW`],
+/// [`Self::REQUESTED`], or the address of its runner waker once it started
+/// (see the module docs). Read lock-free by the coroutine's executor at
+/// each suspension point.
 #[doc(hidden)]
-#[derive(Debug, Default)]
-pub struct CancelFlag(AtomicBool);
+#[derive(Debug)]
+pub struct CancelFlag(AtomicUsize);
 
 impl CancelFlag {
+    /// Not started, not cancelled.
+    const NEW: usize = 0;
+    /// Cancellation requested.
+    const REQUESTED: usize = 1;
+    /// Started with no runner to wake (never on an executor).
+    const STARTED: usize = 2;
+
     /// Whether cancellation was requested.
     #[must_use]
     pub fn is_requested(&self) -> bool {
-        // Acquire: pairs with the Release in `request_cancel`. (The wake
+        // Acquire: pairs with the AcqRel swap in `request_cancel`. (The wake
         // that follows the request synchronises as well; this keeps a
         // coroutine that only yields correct without it.)
-        self.0.load(Ordering::Acquire)
+        self.0.load(Ordering::Acquire) == Self::REQUESTED
     }
 }
 
@@ -426,10 +435,9 @@ impl<T> JoinSlot<T> {
                 done: false,
                 joiner: None,
                 watchers: Vec::new(),
-                runner: None,
             }),
             info,
-            cancel: CancelFlag::default(),
+            cancel: CancelFlag(AtomicUsize::new(CancelFlag::NEW)),
         }
     }
 
@@ -438,41 +446,52 @@ impl<T> JoinSlot<T> {
         &self.cancel
     }
 
-    /// The coroutine is about to run its closure, woken by `runner` when
-    /// parked: registers `runner` for [`request_cancel`](Self::request_cancel)
-    /// and returns `true`, or returns `false` (registering nothing) if
-    /// cancellation was requested first, or the slot is already complete:
-    /// then the closure must not run.
+    /// The coroutine is about to run its closure, woken by `*runner` when
+    /// parked (null: nothing to wake): registers `runner` for
+    /// [`request_cancel`](Self::request_cancel) and returns `true`, or
+    /// returns `false` if cancellation was requested first: then the closure
+    /// must not run. Called at most once per slot.
     ///
-    /// # Panics
+    /// # Safety
     ///
-    /// Never: the lock is never poisoned (nothing panics holding it).
-    pub fn start_running(&self, runner: Waker) -> bool {
-        let mut s = self.state.lock().unwrap();
-        // Under the lock `request_cancel` sets the flag under: see the
-        // module docs.
-        if s.done || self.cancel.0.load(Ordering::Relaxed) {
-            return false;
-        }
-        s.runner = Some(runner);
-        true
+    /// A non-null `runner` stays valid until the slot is complete.
+    pub unsafe fn start_running(&self, runner: *const Waker) -> bool {
+        let word = if runner.is_null() {
+            CancelFlag::STARTED
+        } else {
+            runner as usize
+        };
+        // AcqRel: Release publishes nothing the canceller needs beyond the
+        // runner's address (the waker was made before); Acquire, on failure,
+        // the request. A `Waker` is word-aligned: never 0, 1 or 2.
+        self.cancel
+            .0
+            .compare_exchange(CancelFlag::NEW, word, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
     }
 
-    /// Requests cancellation: returns the coroutine's waker, to wake
-    /// (outside the lock), if it is running or parked; `None` if it has
-    /// not started (it will see the flag) or has finished (nothing to do).
+    /// Requests cancellation, and wakes the coroutine if it started (and
+    /// has not completed). Nothing if it has completed.
     ///
     /// # Panics
     ///
     /// Never: the lock is never poisoned (nothing panics holding it).
-    pub fn request_cancel(&self) -> Option<Waker> {
+    pub fn request_cancel(&self) {
         let s = self.state.lock().unwrap();
         if s.done {
-            return None;
+            return;
         }
-        // Release: pairs with `CancelFlag::is_requested`.
-        self.cancel.0.store(true, Ordering::Release);
-        s.runner.clone()
+        // AcqRel: Release pairs with `is_requested` and a failing start;
+        // Acquire with the start's CAS that published the runner.
+        let was = self.cancel.0.swap(CancelFlag::REQUESTED, Ordering::AcqRel);
+        if was > CancelFlag::STARTED {
+            let runner = was as *const Waker;
+            // SAFETY: the start stored a runner that lives until the slot
+            // is complete (`start_running`'s contract), and it is not: we
+            // checked under the lock that completion takes. Woken under
+            // that lock for that reason; the wake takes no slot lock.
+            unsafe { (*runner).wake_by_ref() };
+        }
     }
 
     /// What the spawn said about the coroutine.
@@ -483,22 +502,15 @@ impl<T> JoinSlot<T> {
     /// Stores the coroutine's outcome (unless the slot is already
     /// complete) and wakes whoever waits for it.
     pub(crate) fn complete(&self, result: Result<T, JoinError>) {
-        let (joiner, watchers, runner) = {
+        let (joiner, watchers) = {
             let mut s = self.state.lock().unwrap();
             if s.done {
                 return;
             }
             s.done = true;
             s.result = Some(result);
-            (
-                s.joiner.take(),
-                std::mem::take(&mut s.watchers),
-                s.runner.take(),
-            )
+            (s.joiner.take(), std::mem::take(&mut s.watchers))
         };
-        // Dropped outside the lock, as wakes are; now, not with the slot,
-        // so the coroutine's task header can be reused.
-        drop(runner);
         if let Some(w) = joiner {
             w.wake();
         }
@@ -744,9 +756,7 @@ impl<T> JoinHandle<T> {
     /// assert!(h.join().unwrap_err().is_cancelled());
     /// ```
     pub fn cancel(&self) {
-        if let Some(runner) = slot_of(&self.slot).request_cancel() {
-            runner.wake();
-        }
+        slot_of(&self.slot).request_cancel();
     }
 
     /// A future of the coroutine's result, for async code: it does not

@@ -232,6 +232,21 @@ where
     }
 }
 
+impl<F, T> Spawned<F, T> {
+    /// Registers the running coroutine's waker in the join slot, for a
+    /// cancel to wake; `false` if a cancel came first.
+    fn start_running(&self) -> bool {
+        let runner: *const std::task::Waker = Local::current()
+            .and_then(Local::running_header)
+            .and_then(|h| h.lent.as_deref())
+            .map_or(std::ptr::null(), |w| w);
+        // SAFETY: the lent waker lives in the coroutine's task header, which
+        // outlives the coroutine's run, and so its completion of the slot
+        // (at the end of `launch`, on the coroutine).
+        unsafe { self.slot.start_running(runner) }
+    }
+}
+
 impl<F, T> Launch for Spawned<F, T>
 where
     F: FnOnce() -> T + Send + 'static,
@@ -253,11 +268,7 @@ where
             return;
         };
         let result = match start {
-            Start::Run
-                if self
-                    .slot
-                    .start_running(swco_channel::hook::current().waker()) =>
-            {
+            Start::Run if self.start_running() => {
                 let _shown = ShownInfo::show(&self.slot);
                 catch_unwind(AssertUnwindSafe(f)).map_err(join_error)
             }

@@ -9,13 +9,13 @@
 #[cfg(loom)]
 mod imp {
     pub(crate) use loom::cell::UnsafeCell;
-    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
+    pub(crate) use loom::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize};
     pub(crate) use loom::sync::{Arc, Mutex};
 }
 
 #[cfg(not(loom))]
 mod imp {
-    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
+    pub(crate) use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize};
     pub(crate) use std::sync::{Arc, Mutex};
 
     /// `std`'s `UnsafeCell` with loom's closure-based access API, so the

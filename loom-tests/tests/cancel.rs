@@ -59,15 +59,20 @@ fn cancel_races(finish_first: bool) {
                 handle.cancel();
             })
         };
+        // The runner lives in the coroutine's task header on an executor;
+        // here, in this frame, which outlives both threads.
+        let runner = Waker::from(std::sync::Arc::new(Runner {
+            state: state.clone(),
+            scheduled: scheduled.clone(),
+        }));
+        let runner_at = &runner as *const Waker as usize;
         let coroutine = {
-            let (handle, state, scheduled) = (handle.clone(), state.clone(), scheduled.clone());
+            let (handle, state) = (handle.clone(), state.clone());
             thread::spawn(move || {
                 let slot = handle.model_slot();
-                let runner = Waker::from(std::sync::Arc::new(Runner {
-                    state: state.clone(),
-                    scheduled,
-                }));
-                if !slot.start_running(runner) {
+                // SAFETY: `runner` outlives the slot's completion: both
+                // threads are joined before it is dropped.
+                if !unsafe { slot.start_running(runner_at as *const Waker) } {
                     drop(completer);
                     return (Outcome::NeverRan, None);
                 }

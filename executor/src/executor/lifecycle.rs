@@ -162,13 +162,22 @@ impl Local {
     /// over because the thread is panicking (another coroutine of this
     /// executor is parked mid-unwind, or this one is) is woken again once
     /// the thread is not ([`Local::retry_cancels`]).
+    #[inline(always)]
     pub(crate) fn raise_cancel(&self) {
+        // The common case, nothing to cancel, inline: it is on every
+        // return from a park.
+        if self.cancelling.get() || self.running_header().is_some_and(|h| h.cancel_requested()) {
+            self.raise_cancel_now();
+        }
+    }
+
+    /// [`raise_cancel`](Self::raise_cancel), once a cancellation is wanted.
+    #[cold]
+    #[inline(never)]
+    fn raise_cancel_now(&self) {
         let Some(header) = self.running_header() else {
             return;
         };
-        if !(self.cancelling.get() || header.cancel_requested()) {
-            return;
-        }
         if std::thread::panicking() {
             // Relaxed: only this thread touches the flag.
             if !self.cancelling.get() && !header.cancel_raised.load(Ordering::Relaxed) {
@@ -178,6 +187,7 @@ impl Local {
                 if !retry.iter().any(|h| Arc::ptr_eq(h, header)) {
                     retry.push(header.clone());
                 }
+                self.cancel_retry_pending.set(true);
             }
             return;
         }
@@ -194,10 +204,11 @@ impl Local {
     /// already runnable finds `NOTIFIED` at its next park and raises there.
     #[inline(always)]
     fn retry_cancels(&self) {
-        // Cheap when empty (the common case): one borrow flag, one length.
-        if self.cancel_retry.borrow().is_empty() || std::thread::panicking() {
+        // One flag in the common case (nothing to retry).
+        if !self.cancel_retry_pending.get() || std::thread::panicking() {
             return;
         }
+        self.cancel_retry_pending.set(false);
         let retry = std::mem::take(&mut *self.cancel_retry.borrow_mut());
         for header in retry {
             Waker::from(header).wake();
