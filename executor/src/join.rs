@@ -372,8 +372,8 @@ pub struct JoinSlot<T> {
     cancel: CancelFlag,
 }
 
-/// A coroutine's cancel state ([`JoinHandle::cancel`]): [`Self::NEW`],
-/// [`Self::REQUESTED`], or the address of its runner waker once it started
+/// A coroutine's cancel state ([`JoinHandle::cancel`]): `NEW`,
+/// `REQUESTED`, or the address of its runner waker once it started
 /// (see the module docs). Read lock-free by the coroutine's executor at
 /// each suspension point.
 #[doc(hidden)]
