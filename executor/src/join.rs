@@ -15,6 +15,25 @@
 //!   threads at once, registers in `watchers` and takes its waker out again
 //!   when it times out. The completer wakes them all.
 //!
+//! Cancellation ([`JoinHandle::cancel`]) is requested through the slot:
+//!
+//! * One word ([`CancelFlag`]) says `NEW`, `REQUESTED`, or, once the
+//!   coroutine started, where its waker (its *runner*) is. The start moves
+//!   it `NEW -> runner` by one CAS ([`JoinSlot::start_running`]): it fails
+//!   only if a cancel came first, and then the closure never runs. A cancel
+//!   swaps in `REQUESTED` under the slot's lock, after checking the slot is
+//!   not complete, and wakes the runner it swapped out, still under the
+//!   lock: completion takes the same lock, and the runner (owned by the
+//!   coroutine's task header) lives until the coroutine has completed. So a
+//!   cancel finds the slot complete (and does nothing), or the coroutine
+//!   not started (which then sees the request), or its runner, which it
+//!   wakes; a second cancel swaps out `REQUESTED` and does nothing.
+//! * The request is in place *before* that wake, so a coroutine that the
+//!   wake resumes, or whose next park the wake turns into a non-suspension
+//!   (`NOTIFIED`), sees it (`CancelFlag::is_requested`) and unwinds. The
+//!   wake is an ordinary one: only the winner of `WAITING -> RUNNING`
+//!   schedules, so a cancel never schedules twice.
+//!
 //! Blocking goes through the channel crate's park hook, so `join` suspends
 //! only the calling coroutine on an executor thread and parks a plain thread
 //! otherwise. The module only uses the crate's `sync` shim and compiles under
@@ -28,7 +47,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use crate::sync::{Arc, Mutex};
+use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
 use swco_channel::hook::{self, Describe, Op, WaitingOn};
 
 /// Why a coroutine produced no value.
@@ -169,7 +188,8 @@ impl JoinError {
         matches!(self.reason, Reason::Panic(_))
     }
 
-    /// Whether the coroutine was cancelled before it finished (a
+    /// Whether the coroutine was cancelled before it finished (by
+    /// [`JoinHandle::cancel`], or a
     /// [`shutdown_timeout`](crate::Runtime::shutdown_timeout) expired).
     #[must_use]
     pub fn is_cancelled(&self) -> bool {
@@ -245,7 +265,7 @@ impl fmt::Display for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.reason {
             Reason::Panic(p) => write!(f, "coroutine panicked: {}", p.message),
-            Reason::Cancelled => f.write_str("coroutine was cancelled at shutdown"),
+            Reason::Cancelled => f.write_str("coroutine was cancelled"),
             Reason::ShutDown => f.write_str("coroutine was not run: the runtime is shut down"),
             Reason::Refused(why) => write!(f, "coroutine was not run: {why}"),
         }
@@ -349,6 +369,33 @@ struct SlotState<T> {
 pub struct JoinSlot<T> {
     state: Mutex<SlotState<T>>,
     info: SpawnInfo,
+    cancel: CancelFlag,
+}
+
+/// A coroutine's cancel state ([`JoinHandle::cancel`]): `NEW`,
+/// `REQUESTED`, or the address of its runner waker once it started
+/// (see the module docs). Read lock-free by the coroutine's executor at
+/// each suspension point.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct CancelFlag(AtomicUsize);
+
+impl CancelFlag {
+    /// Not started, not cancelled.
+    const NEW: usize = 0;
+    /// Cancellation requested.
+    const REQUESTED: usize = 1;
+    /// Started with no runner to wake (never on an executor).
+    const STARTED: usize = 2;
+
+    /// Whether cancellation was requested.
+    #[must_use]
+    pub fn is_requested(&self) -> bool {
+        // Acquire: pairs with the AcqRel swap in `request_cancel`. (The wake
+        // that follows the request synchronises as well; this keeps a
+        // coroutine that only yields correct without it.)
+        self.0.load(Ordering::Acquire) == Self::REQUESTED
+    }
 }
 
 impl<T: Send + 'static> JoinSlot<T> {
@@ -390,6 +437,60 @@ impl<T> JoinSlot<T> {
                 watchers: Vec::new(),
             }),
             info,
+            cancel: CancelFlag(AtomicUsize::new(CancelFlag::NEW)),
+        }
+    }
+
+    /// The coroutine's cancel request flag.
+    pub fn cancel_flag(&self) -> &CancelFlag {
+        &self.cancel
+    }
+
+    /// The coroutine is about to run its closure, woken by `*runner` when
+    /// parked (null: nothing to wake): registers `runner` for
+    /// [`request_cancel`](Self::request_cancel) and returns `true`, or
+    /// returns `false` if cancellation was requested first: then the closure
+    /// must not run. Called at most once per slot.
+    ///
+    /// # Safety
+    ///
+    /// A non-null `runner` stays valid until the slot is complete.
+    pub unsafe fn start_running(&self, runner: *const Waker) -> bool {
+        let word = if runner.is_null() {
+            CancelFlag::STARTED
+        } else {
+            runner as usize
+        };
+        // AcqRel: Release publishes nothing the canceller needs beyond the
+        // runner's address (the waker was made before); Acquire, on failure,
+        // the request. A `Waker` is word-aligned: never 0, 1 or 2.
+        self.cancel
+            .0
+            .compare_exchange(CancelFlag::NEW, word, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Requests cancellation, and wakes the coroutine if it started (and
+    /// has not completed). Nothing if it has completed.
+    ///
+    /// # Panics
+    ///
+    /// Never: the lock is never poisoned (nothing panics holding it).
+    pub fn request_cancel(&self) {
+        let s = self.state.lock().unwrap();
+        if s.done {
+            return;
+        }
+        // AcqRel: Release pairs with `is_requested` and a failing start;
+        // Acquire with the start's CAS that published the runner.
+        let was = self.cancel.0.swap(CancelFlag::REQUESTED, Ordering::AcqRel);
+        if was > CancelFlag::STARTED {
+            let runner = was as *const Waker;
+            // SAFETY: the start stored a runner that lives until the slot
+            // is complete (`start_running`'s contract), and it is not: we
+            // checked under the lock that completion takes. Woken under
+            // that lock for that reason; the wake takes no slot lock.
+            unsafe { (*runner).wake_by_ref() };
         }
     }
 
@@ -469,6 +570,14 @@ impl<T> JoinHandle<T> {
     /// A handle on `slot`, not placed yet.
     pub(crate) fn new(slot: SlotRef<T>) -> Self {
         JoinHandle { slot, cpe: None }
+    }
+
+    /// The slot, for the loom models to play the coroutine's side
+    /// ([`JoinSlot::start_running`], [`JoinSlot::cancel_flag`]).
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn model_slot(&self) -> &JoinSlot<T> {
+        slot_of(&self.slot)
     }
 
     pub(crate) fn with_cpe(mut self, cpe: usize) -> Self {
@@ -617,6 +726,37 @@ impl<T> JoinHandle<T> {
             }
             park.park_on(None, WaitingOn::on(&slot_of(&self.slot).info));
         }
+    }
+
+    /// Cancels the coroutine: if it has not started, its closure is
+    /// dropped and never runs; if it is parked or running, it is unwound
+    /// at its next suspension point (a channel operation or join that
+    /// blocks, a [`sleep`](crate::sleep), a [`yield_now`](crate::yield_now)),
+    /// running the `Drop`s of its stack, which may still block. Its
+    /// [`join`](JoinHandle::join) then returns an error with
+    /// [`JoinError::is_cancelled`].
+    ///
+    /// Cancelling a coroutine that has finished does nothing (its result
+    /// stays), and so does cancelling it again. Any thread or coroutine may
+    /// cancel, the coroutine itself included (it unwinds at its next
+    /// suspension). A coroutine that finishes without suspending again
+    /// keeps its result. A coroutine that never suspends cannot be
+    /// cancelled.
+    ///
+    /// Channels lose nothing: a message a cancelled receiver had not taken
+    /// stays for another receiver, and a value a cancelled sender was
+    /// sending is either delivered or dropped.
+    ///
+    /// ```
+    /// # use swco_executor::Runtime;
+    /// let rt = Runtime::builder().executors(1).build().unwrap();
+    /// let (_tx, rx) = swco_channel::mpmc::bounded::<u32>(1);
+    /// let h = rt.spawn(move || rx.recv());
+    /// h.cancel();
+    /// assert!(h.join().unwrap_err().is_cancelled());
+    /// ```
+    pub fn cancel(&self) {
+        slot_of(&self.slot).request_cancel();
     }
 
     /// A future of the coroutine's result, for async code: it does not

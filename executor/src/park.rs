@@ -117,6 +117,10 @@ impl Park for CoroutinePark {
                 None => local.park_running(),
                 Some(_) => local.suspend(Suspend::Park(deadline)),
             }
+        } else {
+            // A wake came first: it may be the one a cancel through the
+            // join handle sent, which must not be lost by not suspending.
+            local.raise_cancel();
         }
     }
 

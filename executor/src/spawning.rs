@@ -23,7 +23,7 @@ use crate::error::SpawnError;
 use crate::executor::Local;
 use crate::inbox::SpawnNode;
 use crate::job::{Job, Launch, Start};
-use crate::join::{HoldsSlot, JoinError, JoinHandle, JoinSlot, SpawnInfo};
+use crate::join::{CancelFlag, HoldsSlot, JoinError, JoinHandle, JoinSlot, SpawnInfo};
 use crate::panic::{drop_closure, drop_payload, join_error};
 use crate::placement::Placement;
 use crate::shared::RuntimeShared;
@@ -232,6 +232,21 @@ where
     }
 }
 
+impl<F, T> Spawned<F, T> {
+    /// Registers the running coroutine's waker in the join slot, for a
+    /// cancel to wake; `false` if a cancel came first.
+    fn start_running(&self) -> bool {
+        let runner: *const std::task::Waker = Local::current()
+            .and_then(Local::running_header)
+            .and_then(|h| h.lent.as_deref())
+            .map_or(std::ptr::null(), |w| w);
+        // SAFETY: the lent waker lives in the coroutine's task header, which
+        // outlives the coroutine's run, and so its completion of the slot
+        // (at the end of `launch`, on the coroutine).
+        unsafe { self.slot.start_running(runner) }
+    }
+}
+
 impl<F, T> Launch for Spawned<F, T>
 where
     F: FnOnce() -> T + Send + 'static,
@@ -253,11 +268,18 @@ where
             return;
         };
         let result = match start {
-            Start::Run => {
-                let _shown = ShownInfo::show(self.slot.info());
+            Start::Run if self.start_running() => {
+                let _shown = ShownInfo::show(&self.slot);
                 catch_unwind(AssertUnwindSafe(f)).map_err(join_error)
             }
-            Start::Cancel => {
+            // Cancelled through its handle before it started: as a
+            // cancelling shutdown would, drop the closure only, and never
+            // raise `Cancelled` in a `Drop` that blocks.
+            Start::Run | Start::Cancel => {
+                if let Some(h) = Local::current().and_then(Local::running_header) {
+                    // Relaxed: only the home executor thread touches it.
+                    h.cancel_raised.store(true, Ordering::Relaxed);
+                }
                 drop_closure(f);
                 Err(JoinError::cancelled())
             }
@@ -291,7 +313,8 @@ struct ShownInfo {
 }
 
 impl ShownInfo {
-    fn show(info: &SpawnInfo) -> Self {
+    fn show<T>(slot: &JoinSlot<T>) -> Self {
+        let info = slot.info();
         // The header lives (in its task, behind an `Arc`) until the
         // coroutine has returned, after this launch; the `'static` is the
         // executor's `Local`'s (see `Local::current`).
@@ -302,6 +325,8 @@ impl ShownInfo {
             // Relaxed: only the home executor thread reads it.
             h.info
                 .store((info as *const SpawnInfo).cast_mut(), Ordering::Relaxed);
+            let flag: *const CancelFlag = slot.cancel_flag();
+            h.cancel.store(flag.cast_mut(), Ordering::Relaxed);
         }
         ShownInfo { header }
     }
@@ -312,6 +337,7 @@ impl Drop for ShownInfo {
         if let Some(h) = self.header {
             // Relaxed: as above.
             h.info.store(std::ptr::null_mut(), Ordering::Relaxed);
+            h.cancel.store(std::ptr::null_mut(), Ordering::Relaxed);
         }
     }
 }

@@ -19,7 +19,7 @@ use std::cell::UnsafeCell;
 use swco_channel::hook::{Op, WaitingOn};
 
 use crate::inbox::WakeLink;
-use crate::join::SpawnInfo;
+use crate::join::{CancelFlag, SpawnInfo};
 use crate::shared::ExecutorShared;
 use crate::stack;
 use crate::wake::WakeState;
@@ -66,6 +66,10 @@ pub(crate) struct TaskHeader {
     /// (`Spawned::launch`), which holds the allocation it points into;
     /// only the home executor thread touches it.
     pub(crate) info: AtomicPtr<SpawnInfo>,
+    /// Its cancel request flag ([`JoinHandle::cancel`](crate::JoinHandle::cancel)),
+    /// while its closure runs; null otherwise. Set and cleared with `info`,
+    /// in the same allocation, on the home executor thread only.
+    pub(crate) cancel: AtomicPtr<CancelFlag>,
     /// What it waits on, as its last park said (for a runtime's dump).
     pub(crate) waiting: WaitingCell,
 }
@@ -210,6 +214,7 @@ impl TaskHeader {
         self.slot = slot;
         *self.cancel_raised.get_mut() = false;
         *self.info.get_mut() = std::ptr::null_mut();
+        *self.cancel.get_mut() = std::ptr::null_mut();
         self.waiting = WaitingCell::new();
         self.parked = ParkedAt::new(stack_top, body);
     }
@@ -231,8 +236,25 @@ impl TaskHeader {
             parked: ParkedAt::new(stack_top, body),
             lent: None,
             info: AtomicPtr::new(std::ptr::null_mut()),
+            cancel: AtomicPtr::new(std::ptr::null_mut()),
             waiting: WaitingCell::new(),
         }
+    }
+}
+
+impl TaskHeader {
+    /// Whether cancellation of this coroutine was requested through its
+    /// join handle. On the home executor thread, while the coroutine runs.
+    #[inline]
+    pub(crate) fn cancel_requested(&self) -> bool {
+        // Relaxed: only this thread writes the pointer.
+        let flag = self.cancel.load(Ordering::Relaxed);
+        // SAFETY: a non-null pointer was set by the job's launch around the
+        // closure and is cleared before that launch lets go of the
+        // allocation it points into (`ShownInfo` in `spawning.rs`); we are
+        // on the home thread, inside the running coroutine, so inside that
+        // launch.
+        !flag.is_null() && unsafe { (*flag).is_requested() }
     }
 }
 

@@ -19,8 +19,9 @@
 //!   (`Local::park_running`), one level deep at most (`nested`); either
 //!   way it runs on its own stack, and `running`, `yielder` and the guard
 //!   page are its own while it runs and the parked one's again after.
-//! * A cancelling shutdown raises [`Cancelled`] in a coroutine at most once,
-//!   and never while it is already unwinding.
+//! * A cancelling shutdown, or a cancel through the join handle, raises
+//!   [`Cancelled`] in a coroutine at most once, and never while it is
+//!   already unwinding.
 //! * Nothing unwinds out of a coroutine into the executor loop: the job
 //!   catches its closure's panics, and the coroutine body catches the rest.
 
@@ -28,6 +29,7 @@ use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::task::Waker;
 
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
@@ -89,8 +91,10 @@ impl Local {
                 bump(&counters.blocks, 1);
                 bump(&counters.switches, 1);
                 bump(&counters.hand_offs, 1);
-                // No cancellation to raise: only the executor loop starts
-                // one, and it did not run since `take_hand_off` saw none.
+                // A shutdown's cancellation cannot have started (only the
+                // executor loop starts one), but a cancel through the join
+                // handle may have come with the wake.
+                self.raise_cancel();
                 return;
             }
         }
@@ -150,16 +154,64 @@ impl Local {
     /// because *another* coroutine of this executor is parked mid-unwind;
     /// then this coroutine is left to run and tried again later
     /// ([`Local::kick_cancel`]).
-    fn raise_cancel(&self) {
-        if !self.cancelling.get() || std::thread::panicking() {
-            return;
+    ///
+    /// The same goes for a coroutine whose cancellation was requested
+    /// through its join handle ([`TaskHeader::cancel_requested`]); every
+    /// return from a park calls this, suspended or not (`park.rs`), so the
+    /// wake that follows the request is never slept through. One passed
+    /// over because the thread is panicking (another coroutine of this
+    /// executor is parked mid-unwind, or this one is) is woken again once
+    /// the thread is not ([`Local::retry_cancels`]).
+    #[inline(always)]
+    pub(crate) fn raise_cancel(&self) {
+        // The common case, nothing to cancel, inline: it is on every
+        // return from a park.
+        if self.cancelling.get() || self.running_header().is_some_and(|h| h.cancel_requested()) {
+            self.raise_cancel_now();
         }
+    }
+
+    /// [`raise_cancel`](Self::raise_cancel), once a cancellation is wanted.
+    #[cold]
+    #[inline(never)]
+    fn raise_cancel_now(&self) {
         let Some(header) = self.running_header() else {
             return;
         };
+        if std::thread::panicking() {
+            // Relaxed: only this thread touches the flag.
+            if !self.cancelling.get() && !header.cancel_raised.load(Ordering::Relaxed) {
+                // Nobody else would wake it for its cancel: the shutdown's
+                // `kick_cancel` only runs under a shutdown.
+                let mut retry = self.cancel_retry.borrow_mut();
+                if !retry.iter().any(|h| Arc::ptr_eq(h, header)) {
+                    retry.push(header.clone());
+                }
+                self.cancel_retry_pending.set(true);
+            }
+            return;
+        }
         // Relaxed: only this thread touches the flag.
         if !header.cancel_raised.swap(true, Ordering::Relaxed) {
             std::panic::resume_unwind(Box::new(Cancelled));
+        }
+    }
+
+    /// Wakes the coroutines `raise_cancel` passed over while the thread was
+    /// panicking, once it is not: back here, between resumes, only a
+    /// coroutine parked mid-unwind keeps it panicking. A waker's wake, so
+    /// only the winner of `WAITING -> RUNNING` schedules; one that is
+    /// already runnable finds `NOTIFIED` at its next park and raises there.
+    #[inline(always)]
+    fn retry_cancels(&self) {
+        // One flag in the common case (nothing to retry).
+        if !self.cancel_retry_pending.get() || std::thread::panicking() {
+            return;
+        }
+        self.cancel_retry_pending.set(false);
+        let retry = std::mem::take(&mut *self.cancel_retry.borrow_mut());
+        for header in retry {
+            Waker::from(header).wake();
         }
     }
 
@@ -352,6 +404,7 @@ impl Local {
         stack::set_running_guard(0);
         task.yielder = self.yielder.replace(std::ptr::null());
         self.running.set(std::ptr::null());
+        self.retry_cancels();
         match result {
             CoroutineResult::Yield(Suspend::Yield) => {
                 self.run_queue.borrow_mut().0.push_back(slot);

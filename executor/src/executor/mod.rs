@@ -85,6 +85,12 @@ pub(crate) struct Local {
     cancelling: Cell<bool>,
     /// Coroutines that finished since the last [`Local::kick_cancel`].
     finished_while_cancelling: Cell<bool>,
+    /// Coroutines whose cancel through their join handle `raise_cancel`
+    /// passed over because the thread was panicking: woken again once it
+    /// is not (`Local::retry_cancels`).
+    cancel_retry: RefCell<Vec<Arc<TaskHeader>>>,
+    /// `cancel_retry` is not empty: the one flag each resume tests.
+    cancel_retry_pending: Cell<bool>,
     /// Non-zero while code runs that must not suspend the coroutine (a panic
     /// hook): blocking there parks the OS thread instead.
     no_suspend: Cell<u32>,
@@ -200,6 +206,8 @@ pub(crate) fn run_executor<H>(
         yielder: Cell::new(std::ptr::null()),
         cancelling: Cell::new(false),
         finished_while_cancelling: Cell::new(false),
+        cancel_retry: RefCell::new(Vec::new()),
+        cancel_retry_pending: Cell::new(false),
         no_suspend: Cell::new(0),
         refusal_reported: Cell::new(false),
         spare_headers: RefCell::new(Vec::new()),
