@@ -233,7 +233,6 @@ fn recv_halo(rx: &spsc::Receiver<Plane>, ghost: &mut Plane, spare: &mut Plane) {
 /// a CPE keeps its slab in its local memory, and copies them into `result`
 /// at the end. It reports (sweep, residual) to the coordinator every sweep
 /// and returns when its sweeps started and ended.
-#[allow(clippy::too_many_arguments)]
 fn slab(
     g: Grid,
     k0: usize,
