@@ -121,7 +121,44 @@ impl<T, M: Mode, P: Protocol, const RECV: bool> Describe for BlockedOn<Chan<T, M
     }
 }
 
+/// A receive on a rendezvous channel waiting for a selecting send to fill
+/// its packet: reserved by that send while queued in a select
+/// (`RESERVED`, [`Rendezvous::wait_filled`] from the select), or handed to
+/// it as a partner when the receive met its message-less packet
+/// (`PARTNER`, from a try). Told apart from a plain receive in a dump,
+/// since a receive that waits here depends on one particular sender.
+#[repr(transparent)]
+pub(crate) struct AwaitingFill<C, const PARTNER: bool>(C);
+
+impl<T, M: Mode, P: Protocol, const PARTNER: bool> Describe
+    for AwaitingFill<Chan<T, M, P>, PARTNER>
+{
+    fn op(&self) -> Op {
+        Op::Recv
+    }
+
+    fn describe(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let op = if PARTNER {
+            "recv (handed as a partner to a selecting send, awaiting its fill)"
+        } else {
+            "recv (reserved by a selecting send, awaiting its fill)"
+        };
+        let chan = &self.0;
+        crate::waiting_on::describe_channel(f, op, M::NAME, P::NAME, chan.capacity(), chan.made_at)
+    }
+}
+
 impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
+    /// What a receive waiting for a selecting send's fill waits on
+    /// (`PARTNER`: see [`AwaitingFill`]).
+    pub(crate) fn awaiting_fill<const PARTNER: bool>(&self) -> WaitingOn<'_> {
+        // SAFETY: `AwaitingFill` is a `repr(transparent)` wrapper of the
+        // channel, so the cast reference points at a valid value of it, for
+        // as long as `self` is borrowed.
+        let view = unsafe { &*(self as *const Self).cast::<AwaitingFill<Self, PARTNER>>() };
+        WaitingOn::on(view)
+    }
+
     #[track_caller]
     pub(crate) fn new(capacity: usize) -> Self {
         Chan {
@@ -725,7 +762,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
             // now on, or it was settled meanwhile (then the look below sees
             // it).
             zero.rewake(partner, &park.waker());
-            match zero.wait_filled(partner, park, self.waiting_on::<true>(), None) {
+            match zero.wait_filled(partner, park, self.awaiting_fill::<true>(), None) {
                 Filled::Got(msg) => Some(msg),
                 Filled::Released | Filled::GaveUp => None,
             }
@@ -927,6 +964,10 @@ impl<T, M: Mode, P: Protocol> Peers for Chan<T, M, P> {
     #[inline(always)]
     fn waiting_on<const RECV: bool>(&self) -> WaitingOn<'_> {
         Chan::waiting_on::<RECV>(self)
+    }
+
+    fn awaiting_fill(&self) -> WaitingOn<'_> {
+        Chan::awaiting_fill::<false>(self)
     }
 
     #[inline]

@@ -352,3 +352,44 @@ mod static_checks {
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+#[cfg(all(test, not(loom)))]
+mod waiting_on_tests {
+    use crate::chan::Chan;
+    use crate::{Cas, Mpmc, Spsc, Updt};
+
+    /// What a blocked party on a channel waits on, as a dump shows it:
+    /// the operation, the mode, protocol and capacity, and where the
+    /// channel was made; a receive waiting for a selecting send's fill
+    /// says so, and which way it got there.
+    #[test]
+    fn a_channel_describes_each_wait_on_it() {
+        let chan = Chan::<u8, Mpmc, Cas>::new(0);
+        let line = line!() - 1;
+        let at = format!("made at {}:{line}", file!());
+        assert_eq!(
+            chan.waiting_on::<true>().to_string(),
+            format!("recv on mpmc channel (cas, capacity 0) {at}")
+        );
+        assert_eq!(
+            chan.waiting_on::<false>().to_string(),
+            format!("send on mpmc channel (cas, capacity 0) {at}")
+        );
+        assert_eq!(
+            chan.awaiting_fill::<false>().to_string(),
+            format!(
+                "recv (reserved by a selecting send, awaiting its fill) \
+                 on mpmc channel (cas, capacity 0) {at}"
+            )
+        );
+        assert!(chan
+            .awaiting_fill::<true>()
+            .to_string()
+            .starts_with("recv (handed as a partner to a selecting send"));
+        let spsc = Chan::<u8, Spsc, Updt>::new(4);
+        assert!(spsc
+            .waiting_on::<true>()
+            .to_string()
+            .starts_with("recv on spsc channel (updt, capacity 4) made at"));
+    }
+}

@@ -1274,7 +1274,7 @@ impl<T, L: RawLock> Rendezvous<T, L> {
         deadline: Option<Instant>,
         chan: &impl Peers,
     ) -> Result<Option<T>, (Option<T>, bool)> {
-        match self.wait_filled(&partner, park, chan.waiting_on::<true>(), deadline) {
+        match self.wait_filled(&partner, park, chan.awaiting_fill(), deadline) {
             Filled::Got(got) => Ok(Some(got)),
             Filled::GaveUp => Err((None, !chan.gone(Side::Recv))),
             Filled::Released => self.wait::<true>(None, park, deadline, chan),
@@ -1287,6 +1287,10 @@ impl<T, L: RawLock> Rendezvous<T, L> {
 pub(crate) trait Peers {
     /// What a receive (`RECV`) or a send waiting on the channel waits on.
     fn waiting_on<const RECV: bool>(&self) -> WaitingOn<'_>;
+
+    /// What a receive waiting for a selecting send's fill of a shared
+    /// packet waits on.
+    fn awaiting_fill(&self) -> WaitingOn<'_>;
 
     /// Whether the other side's endpoints are all gone; read under the lock
     /// (invariant 4).

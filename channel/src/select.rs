@@ -440,7 +440,8 @@ impl<T, M: Mode, P: Protocol> Op for RecvArm<'_, T, M, P> {
         let zero = self.chan.zero().expect("a zero-capacity channel");
         let got = match park {
             Some(park) => {
-                match zero.wait_filled(&packet, park, self.chan.waiting_on::<true>(), deadline) {
+                match zero.wait_filled(&packet, park, self.chan.awaiting_fill::<false>(), deadline)
+                {
                     Filled::Got(msg) => Some(msg),
                     Filled::Released | Filled::GaveUp => None,
                 }

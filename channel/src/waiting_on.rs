@@ -156,7 +156,7 @@ impl fmt::Debug for WaitingOn<'_> {
 /// `protocol`.
 pub(crate) fn describe_channel(
     f: &mut fmt::Formatter<'_>,
-    op: Op,
+    op: impl fmt::Display,
     mode: &str,
     protocol: &str,
     capacity: usize,
