@@ -94,7 +94,7 @@ use std::task::Waker;
 use std::time::Instant;
 
 use crate::backoff::Backoff;
-use crate::hook::{Park, WaitingOn};
+use crate::hook::{Describe, Op, Park, WaitingOn};
 use crate::lock::RawLock;
 use crate::sync::{Arc, Ordering, UnsafeCell};
 use crate::updt::{UpdtCell, UpdtClaim};
@@ -458,6 +458,33 @@ pub(crate) enum Reservation<T> {
     Nobody,
     /// No receiver waits, and the receivers are gone.
     Disconnected,
+}
+
+/// What a receive waiting on a reserved packet waits on, as a dump shows
+/// it: its operation, then the packet's state, read when the dump is made.
+/// A receive still parked on a packet that reads "filled" was not woken by
+/// its filler: a lost wake-up, told at a glance rather than inferred.
+struct FillWait<'a> {
+    on: WaitingOn<'a>,
+    state: &'a UpdtCell,
+}
+
+impl Describe for FillWait<'_> {
+    fn op(&self) -> Op {
+        self.on.kind()
+    }
+
+    fn describe(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Relaxed: a snapshot for a report.
+        let state = match self.state.load(Ordering::Relaxed) {
+            RESERVED => "not filled yet",
+            DONE => "filled",
+            RETRY => "let go",
+            ABANDONED => "given up",
+            _ => "settled",
+        };
+        write!(f, "{}; its packet: {state}", self.on)
+    }
 }
 
 /// How a wait on a reserved packet ended ([`Rendezvous::wait_filled`]).
@@ -982,6 +1009,11 @@ impl<T, L: RawLock> Rendezvous<T, L> {
             Settled::Retry => Filled::Released,
             _ => Filled::GaveUp,
         };
+        let on = FillWait {
+            on,
+            state: &partner.state,
+        };
+        let on = WaitingOn::on(&on);
         loop {
             match self.look(partner) {
                 Settled::Waiting => {}

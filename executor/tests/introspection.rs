@@ -505,3 +505,51 @@ fn sigquit_writes_a_dump_when_asked_to() {
         "{stderr}"
     );
 }
+
+/// A receive handed as a partner to a selecting send (its try met the
+/// select's message-less packet) waits for that send to make its message
+/// and fill the packet. Its dump line names the wait and the packet's
+/// state: "not filled yet" while the send's message expression runs, so a
+/// receive parked on a packet that reads "filled" would be a lost wake-up.
+#[test]
+fn a_receive_awaiting_a_selecting_sends_fill_shows_its_packet() {
+    let rt = Runtime::builder().executors(1).build().unwrap();
+    let (tx, rx) = mpmc::bounded_with::<u32, Cas>(0);
+    let (gate_tx, gate_rx) = mpmc::bounded::<()>(1);
+    // A thread whose select's send is blocked, its message not made yet;
+    // once chosen, its message expression waits at the gate.
+    let sender = thread::spawn(move || {
+        swco_channel::select! {
+            send(tx, {
+                gate_rx.recv().unwrap();
+                7
+            }) -> r => r.unwrap(),
+        }
+    });
+    let receiver = rt
+        .spawn_builder()
+        .name("partner")
+        .spawn(move || loop {
+            match rx.try_recv() {
+                Ok(v) => break v,
+                Err(_) => swco_executor::yield_now(),
+            }
+        })
+        .unwrap();
+    let waits = |d: &RuntimeDump| {
+        d.coroutines()
+            .iter()
+            .any(|c| c.name() == Some("partner") && c.state() == CoroutineState::Parked)
+    };
+    let dump = dump_until(&rt, waits);
+    let text = dump.to_string();
+    let waiting = named(&dump, "partner").waiting_on().to_string();
+    assert!(
+        waiting.starts_with("recv (handed as a partner to a selecting send, awaiting its fill)"),
+        "{text}"
+    );
+    assert!(waiting.ends_with("; its packet: not filled yet"), "{text}");
+    gate_tx.send(()).unwrap();
+    assert_eq!(receiver.join().unwrap(), 7);
+    sender.join().unwrap();
+}
