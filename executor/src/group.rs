@@ -84,8 +84,6 @@ struct Group<F, T> {
 // happened-before (the countdown, see the module invariants), so a `T`
 // only moves between threads (`T: Send`); nodes and infos are `Sync`.
 unsafe impl<F: Send + Sync, T: Send> Sync for Group<F, T> {}
-// SAFETY: as above: everything in it may move to another thread.
-unsafe impl<F: Send + Sync, T: Send> Send for Group<F, T> {}
 
 /// The group as its handle holds it: its closure's type erased.
 trait HoldsMembers<T>: Send + Sync {
