@@ -5,7 +5,7 @@
 //! `spawn_on` + `join`, one per executor.
 //!
 //! ```text
-//! cargo run --release -p swco-bench --example athread [-- --n N] [--grain G] [--reps R] [--launches L] [--executors E,E,..]
+//! cargo run --release -p swco-bench --example athread [-- --n N] [--grain G] [--reps R] [--launches L] [--executors E,E,..] [--only reduce|launch]
 //! ```
 //!
 //! Every run checks its result: the reduction must match a serial sum
@@ -26,6 +26,8 @@ struct Args {
     reps: usize,
     launches: usize,
     executors: Vec<usize>,
+    /// Run only this part (`reduce` or `launch`); both if `None`.
+    only: Option<String>,
 }
 
 fn args() -> Args {
@@ -35,6 +37,7 @@ fn args() -> Args {
         reps: 7,
         launches: 2000,
         executors: vec![2, 64],
+        only: None,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut it = argv.iter();
@@ -46,6 +49,10 @@ fn args() -> Args {
             "--reps" => a.reps = value.parse().unwrap(),
             "--launches" => a.launches = value.parse().unwrap(),
             "--executors" => a.executors = value.split(',').map(|v| v.parse().unwrap()).collect(),
+            "--only" => match value.as_str() {
+                "reduce" | "launch" => a.only = Some(value.clone()),
+                other => panic!("--only takes reduce or launch, not {other}"),
+            },
             other => panic!("unknown flag {other}"),
         }
     }
@@ -163,11 +170,15 @@ fn launch(a: &Args, executors: usize) {
 
 fn main() {
     let a = args();
-    let serial: f64 = (0..a.n).map(term).sum();
-    for &e in &a.executors {
-        reduce(&a, e, serial);
+    if a.only.as_deref() != Some("launch") {
+        let serial: f64 = (0..a.n).map(term).sum();
+        for &e in &a.executors {
+            reduce(&a, e, serial);
+        }
     }
-    for &e in &a.executors {
-        launch(&a, e);
+    if a.only.as_deref() != Some("reduce") {
+        for &e in &a.executors {
+            launch(&a, e);
+        }
     }
 }

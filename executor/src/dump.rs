@@ -380,17 +380,17 @@ pub(crate) struct DumpRequest {
 unsafe impl Sync for DumpRequest {}
 
 impl Launch for DumpRequest {
-    fn spawn_node(&self) -> NonNull<SpawnNode<Job>> {
+    fn spawn_node(&self, _member: u32) -> NonNull<SpawnNode<Job>> {
         NonNull::from(&self.node)
     }
 
-    fn info(&self) -> &SpawnInfo {
+    fn info(&self, _member: u32) -> &SpawnInfo {
         &self.info
     }
 
     /// Never started as a coroutine; dropped unserved (its executor gone),
     /// it answers nothing, and the dump names the executor.
-    unsafe fn launch(self: Arc<Self>, _start: Start) {}
+    unsafe fn launch(self: Arc<Self>, _member: u32, _start: Start) {}
 
     fn serve(&self, local: &Local) {
         // Never blocks: the channel has room for every executor's answer,

@@ -3,72 +3,139 @@
 //!
 //! # Invariants
 //!
-//! * A launch is one pass over the executors: one shared `Arc` of the
-//!   closure, one pinned spawn per executor, no per-member allocation
-//!   beyond the spawn's own.
-//! * Every member records exactly one outcome in its own result slot (its
-//!   value, its panic, or "cancelled" if it never ran) *before* it counts
-//!   itself done on the group's [`Countdown`]; the joiner reads the slots
-//!   only once the count is zero, so it sees every outcome, and it is
-//!   woken once, by the last member.
-//! * A member refused at spawn (the runtime is shut down) is counted done
-//!   at once with a "shut down" error, so a join never waits for it.
+//! * A launch is one allocation and one pass over the executors: one
+//!   `Arc`'d [`Group`] holds the closure, the countdown, and per member its
+//!   inbox node, its [`SpawnInfo`] and its result slot (the slots in one
+//!   boxed slice beside it); each member's job is a clone of that `Arc`
+//!   with the member's index ([`Job::member`]), pinned to its executor. No
+//!   join slot, no join handle, no allocation per member.
+//! * Every member's result slot is written exactly once, and only by one
+//!   party: by its job's one launch (its value, its panic, "cancelled" if
+//!   a cancelling shutdown or a dropped job kept it from running, or
+//!   "refused" if no stack could be mapped for it), or, for a member
+//!   refused at spawn (the runtime is shut down) and so given no job, by
+//!   `spawn_all` itself, with a "shut down" error. That write happens
+//!   *before* the party counts the member done on the group's
+//!   [`Countdown`] (`Release`), and the joiner reads the slots only once
+//!   it has seen the count at zero (`Acquire`): so the slots need no lock,
+//!   and the joiner sees every outcome.
+//! * The joiner is woken at most once, by the last member (not at all if
+//!   the count reaches zero while it still watches before parking: see
+//!   `countdown.rs`).
+//! * A member refused at spawn is counted done at once, so a join never
+//!   waits for it.
 
+use std::cell::UnsafeCell;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe, Location};
-use std::sync::{Arc, Mutex};
+use std::ptr::NonNull;
+use std::sync::Arc;
 
 use crate::countdown::{Countdown, WaitFor};
-use crate::join::JoinError;
-use crate::panic::join_error;
+use crate::inbox::SpawnNode;
+use crate::job::{Job, Launch, Start};
+use crate::join::{JoinError, SpawnInfo};
+use crate::panic::{drop_payload, join_error};
 use crate::runtime::Runtime;
-use crate::spawning::SpawnOptions;
+use crate::spawning::ShownInfo;
 
-/// A member's outcome slot: empty until it finishes.
-type Slot<T> = Mutex<Option<Result<T, JoinError>>>;
+/// One member's part of its group: its inbox node, what its spawn says
+/// about it, and its outcome slot (empty until it finishes).
+struct Member<T> {
+    /// Its job's cell in its executor's inbox.
+    node: SpawnNode<Job>,
+    info: SpawnInfo,
+    /// Written once, before the member is counted done; read by the
+    /// joiner once the count is zero (see the module invariants).
+    result: UnsafeCell<Option<Result<T, JoinError>>>,
+}
 
-/// What the members of one group share: the countdown and a result slot per
-/// executor.
-struct Group<T> {
+/// What the joiner needs of a group, whatever its closure: the countdown
+/// and the members.
+struct Members<T> {
     countdown: Countdown,
-    results: Box<[Slot<T>]>,
+    members: Box<[Member<T>]>,
 }
 
-impl<T> Group<T> {
-    fn record(&self, cpe: usize, result: Result<T, JoinError>) {
-        // Poisoning cannot happen (nothing panics under the lock); a slot
-        // already written is kept (the first outcome wins).
-        let mut slot = self.results[cpe].lock().unwrap_or_else(|e| e.into_inner());
-        if slot.is_none() {
-            *slot = Some(result);
-        }
+impl<T> Members<T> {
+    /// Records member `i`'s outcome and counts it done.
+    ///
+    /// # Safety
+    ///
+    /// Called once per member, by the one party that owns its outcome (its
+    /// job's launch, or `spawn_all` for a member given no job).
+    unsafe fn finish(&self, i: usize, result: Result<T, JoinError>) {
+        // SAFETY: the caller is the slot's one writer, and the joiner reads
+        // it only after the `done` below (Release) has been seen (Acquire).
+        unsafe { *self.members[i].result.get() = Some(result) };
+        self.countdown.done();
     }
 }
 
-/// One member's body: it runs `f(cpe)` and records the outcome, and in any
-/// case (run, or dropped unrun) counts itself done, exactly once, in `Drop`.
-struct Member<F, T> {
-    f: Arc<F>,
-    group: Arc<Group<T>>,
-    cpe: usize,
+/// A launch's one allocation: the closure every member runs, and the
+/// members.
+struct Group<F, T> {
+    members: Members<T>,
+    f: F,
 }
 
-impl<F, T> Member<F, T>
+// SAFETY: `f` is only called through `&F` (`F: Sync`) and dropped with the
+// group (`F: Send`); a result slot is written by one member's launch, on
+// its executor, and read (taken) by the joiner only after that write
+// happened-before (the countdown, see the module invariants), so a `T`
+// only moves between threads (`T: Send`); nodes and infos are `Sync`.
+unsafe impl<F: Send + Sync, T: Send> Sync for Group<F, T> {}
+
+/// The group as its handle holds it: its closure's type erased.
+trait HoldsMembers<T>: Send + Sync {
+    fn members(&self) -> &Members<T>;
+}
+
+impl<F, T> HoldsMembers<T> for Group<F, T>
 where
-    F: Fn(usize) -> T,
+    F: Fn(usize) -> T + Send + Sync + 'static,
+    T: Send + 'static,
 {
-    fn run(self) {
-        let result = catch_unwind(AssertUnwindSafe(|| (self.f)(self.cpe))).map_err(join_error);
-        self.group.record(self.cpe, result);
-        // `self` dropped here: counted done.
+    fn members(&self) -> &Members<T> {
+        &self.members
     }
 }
 
-impl<F, T> Drop for Member<F, T> {
-    fn drop(&mut self) {
-        // Dropped without having run (a cancelling shutdown reached it
-        // first, or no stack could be mapped for it): say so, then count.
-        self.group.record(self.cpe, Err(JoinError::cancelled()));
-        self.group.countdown.done();
+impl<F, T> Launch for Group<F, T>
+where
+    F: Fn(usize) -> T + Send + Sync + 'static,
+    T: Send + 'static,
+{
+    fn spawn_node(&self, member: u32) -> NonNull<SpawnNode<Job>> {
+        NonNull::from(&self.members.members[member as usize].node)
+    }
+
+    fn info(&self, member: u32) -> &SpawnInfo {
+        &self.members.members[member as usize].info
+    }
+
+    unsafe fn launch(self: Arc<Self>, member: u32, start: Start) {
+        let i = member as usize;
+        let result = match start {
+            Start::Run => {
+                // No cancel flag: a member has no join handle of its own.
+                let _shown = ShownInfo::show(&self.members.members[i].info, None);
+                catch_unwind(AssertUnwindSafe(|| (self.f)(i))).map_err(join_error)
+            }
+            Start::Cancel => Err(JoinError::cancelled()),
+            Start::Refuse(why) => Err(JoinError::refused(why)),
+        };
+        // SAFETY: this is member `i`'s one launch (the trait's contract:
+        // its one job), the one party that owns its outcome.
+        unsafe { self.members.finish(i, result) };
+        // If the handle is gone (detached), the last reference may be ours:
+        // dropping it drops the other results and the closure here, and
+        // their `Drop` must not take the executor down.
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(self))) {
+            eprintln!(
+                "swco: dropping a detached group's results panicked; the executor carries on"
+            );
+            drop_payload(payload);
+        }
     }
 }
 
@@ -87,34 +154,36 @@ impl<F, T> Drop for Member<F, T> {
 /// ```
 #[must_use = "dropping a GroupHandle detaches its coroutines"]
 pub struct GroupHandle<T> {
-    group: Arc<Group<T>>,
+    group: Arc<dyn HoldsMembers<T>>,
 }
 
 impl<T> GroupHandle<T> {
     /// The number of members: one per executor.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.group.results.len()
+        self.group.members().members.len()
     }
 
     /// Whether the group has no member (never: a runtime has at least one
     /// executor).
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.group.results.is_empty()
+        self.group.members().members.is_empty()
     }
 
     /// Whether every member has finished (a [`join`](GroupHandle::join)
     /// would return at once).
     #[must_use]
     pub fn is_finished(&self) -> bool {
-        self.group.countdown.is_zero()
+        self.group.members().countdown.is_zero()
     }
 
     /// Waits for every member to finish and returns their results in CPE
     /// order. Called from a coroutine, this suspends only the calling
-    /// coroutine; from a plain thread it parks the thread. The joiner is
-    /// woken once, by the last member to finish.
+    /// coroutine; from a plain thread it parks the thread, after watching
+    /// the group for a few microseconds (members that finish that soon
+    /// cost it no park). The joiner is woken at most once, by the last
+    /// member to finish.
     ///
     /// # Errors
     ///
@@ -130,14 +199,19 @@ impl<T> GroupHandle<T> {
     /// assert_eq!(err.panic_message(), Some("member 1"));
     /// ```
     pub fn join(self) -> Result<Vec<T>, JoinError> {
-        if let Some(payload) = self.group.countdown.wait() {
+        let group = self.group.members();
+        if let Some(payload) = group.countdown.wait() {
             // Cancelled while waiting: go on unwinding, the members are done.
             resume_unwind(payload);
         }
         let mut values = Vec::with_capacity(self.len());
         let mut first_error: Option<JoinError> = None;
-        for slot in self.group.results.iter() {
-            let outcome = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+        for member in group.members.iter() {
+            // SAFETY: the count is zero (`wait` returned): every slot's one
+            // write happened-before (module invariants), no member touches
+            // its slot again, and `join` owns the handle, so this is the
+            // only reader.
+            let outcome = unsafe { (*member.result.get()).take() };
             match outcome {
                 Some(Ok(v)) => values.push(v),
                 Some(Err(e)) => {
@@ -174,8 +248,8 @@ impl Runtime {
     /// executor's index: the athread model's launch, one thread per CPE.
     /// Each member is pinned to its executor for life.
     ///
-    /// The launch is one pass over the executors with one shared `Arc` of
-    /// `f`; the [`GroupHandle`] is woken once, when the last member
+    /// The launch is one allocation and one pass over the executors; the
+    /// [`GroupHandle`] is woken at most once, when the last member
     /// finishes. On a runtime that has shut down, no member runs and
     /// [`GroupHandle::join`] returns a "shut down" [`JoinError`].
     ///
@@ -193,33 +267,41 @@ impl Runtime {
     {
         let at = Location::caller();
         let n = self.executors();
-        let group = Arc::new(Group {
-            countdown: Countdown::new(n, WaitFor::Group),
-            results: (0..n).map(|_| Mutex::new(None)).collect(),
-        });
-        let f = Arc::new(f);
         let (shared, from_coroutine) = self.spawn_context();
+        let first_id = shared.next_ids(n);
+        let group = Arc::new(Group {
+            members: Members {
+                countdown: Countdown::new(n, WaitFor::Group),
+                members: (0..n)
+                    .map(|cpe| Member {
+                        node: SpawnNode::new(),
+                        info: SpawnInfo {
+                            id: first_id + cpe as u64,
+                            at,
+                            name: None,
+                            stack_size: 0,
+                        },
+                        result: UnsafeCell::new(None),
+                    })
+                    .collect(),
+            },
+            f,
+        });
         for cpe in 0..n {
-            let member = Member {
-                f: f.clone(),
-                group: group.clone(),
-                cpe,
-            };
-            let spawned = shared.submit(
-                cpe,
-                move || member.run(),
-                from_coroutine,
-                false,
-                SpawnOptions::at(at),
-            );
-            if spawned.is_err() {
-                // Refused: the member was dropped unrun inside `submit`
-                // (recorded as cancelled and counted); the real reason wins.
-                *group.results[cpe].lock().unwrap_or_else(|e| e.into_inner()) =
-                    Some(Err(JoinError::shut_down()));
+            match shared.admit(cpe, from_coroutine) {
+                Ok(on) => {
+                    let body: Arc<dyn Launch> = group.clone();
+                    // `cpe < n`, and `n` executor threads exist.
+                    #[allow(clippy::cast_possible_truncation)]
+                    let job = Job::member(body, cpe as u32, false, false, on);
+                    shared.hand_over(on, job);
+                }
+                // SAFETY: refused, so no job was made for this member: we
+                // own its outcome.
+                Err(_) => unsafe {
+                    group.members.finish(cpe, Err(JoinError::shut_down()));
+                },
             }
-            // The member's own join handle is dropped: the group's countdown
-            // and slots carry its outcome.
         }
         GroupHandle { group }
     }

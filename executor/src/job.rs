@@ -6,10 +6,12 @@
 //!
 //! * A job holds no stack until it first runs: only unstarted jobs may move
 //!   between executors (by stealing), and only if [`Job::stealable`].
-//! * A job's body is launched exactly once: by the executor, with the
-//!   [`Start`] that says whether to run the user's closure or only to drop
-//!   it; or, if the job is dropped unstarted, as cancelled, so its joiner
-//!   is released.
+//! * A job's body is launched exactly once per job: by the executor, with
+//!   the [`Start`] that says whether to run the user's closure or only to
+//!   drop it; or, if the job is dropped unstarted, as cancelled, so its
+//!   joiner is released. A body shared by several jobs (the members of a
+//!   [`spawn_all`](crate::Runtime::spawn_all) group, in one allocation)
+//!   tells them apart by their member index: each index has one job.
 
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -19,26 +21,30 @@ use crate::inbox::{SpawnNode, Spawnable};
 use crate::join::SpawnInfo;
 
 /// What a [`Job`] starts: a spawned coroutine's closure and the join slot
-/// its result goes to, in one allocation (`Spawned` in `spawning.rs`).
+/// its result goes to, in one allocation (`Spawned` in `spawning.rs`); or
+/// one member of a group whose members share one allocation (`Group` in
+/// `group.rs`), told apart by their `member` index (0 for a body of one
+/// job).
 pub(crate) trait Launch: Send + Sync {
-    /// Runs (or, per `start`, only drops) the closure and completes the
-    /// join slot.
+    /// Runs (or, per `start`, only drops) the closure of `member` and
+    /// completes its join slot.
     ///
     /// # Safety
     ///
-    /// Called at most once per allocation: only by the [`Job`] that owns
-    /// the one `Arc<dyn Launch>` made for it, which is never cloned. The
-    /// implementation takes the closure out of a cell without a lock on
-    /// that promise.
-    unsafe fn launch(self: Arc<Self>, start: Start);
+    /// Called at most once per allocation and member: only by the [`Job`]
+    /// that owns the `Arc<dyn Launch>` made for that member, which is never
+    /// cloned. The implementation takes the closure out of a cell (or
+    /// writes the member's result slot) without a lock on that promise.
+    unsafe fn launch(self: Arc<Self>, member: u32, start: Start);
 
-    /// The inbox node the job travels in when it is handed to another
-    /// executor (inside the same allocation, so a remote spawn allocates
-    /// nothing more).
-    fn spawn_node(&self) -> NonNull<SpawnNode<Job>>;
+    /// The inbox node `member`'s job travels in when it is handed to
+    /// another executor (inside the same allocation, so a remote spawn
+    /// allocates nothing more).
+    fn spawn_node(&self, member: u32) -> NonNull<SpawnNode<Job>>;
 
-    /// What the spawn said about the coroutine (id, name, stack size).
-    fn info(&self) -> &SpawnInfo;
+    /// What the spawn said about the coroutine `member` (id, name, stack
+    /// size).
+    fn info(&self, member: u32) -> &SpawnInfo;
 
     /// Serves a request of the runtime to the executor itself (a job made
     /// by [`Job::request`]), in the executor loop, on the executor's own
@@ -67,6 +73,9 @@ pub(crate) struct Job {
     /// A request of the runtime to the executor ([`Job::request`]), not
     /// a coroutine: counted in no `live`, served in the loop.
     request: bool,
+    /// Which of its body's members this job is (0 unless the body is a
+    /// group's, shared by several jobs).
+    member: u32,
 }
 
 impl Job {
@@ -79,12 +88,26 @@ impl Job {
         custom_stack: bool,
         counted_on: usize,
     ) -> Self {
+        Self::member(body, 0, stealable, custom_stack, counted_on)
+    }
+
+    /// A job for member `member` of `body`: the only job of that member,
+    /// and the only `Arc` of the allocation that can reach its
+    /// [`Launch::launch`].
+    pub(crate) fn member(
+        body: Arc<dyn Launch>,
+        member: u32,
+        stealable: bool,
+        custom_stack: bool,
+        counted_on: usize,
+    ) -> Self {
         Job {
             body: Some(body),
             stealable,
             custom_stack,
             counted_on,
             request: false,
+            member,
         }
     }
 
@@ -99,6 +122,7 @@ impl Job {
             custom_stack: false,
             counted_on: cpe,
             request: true,
+            member: 0,
         }
     }
 
@@ -118,7 +142,7 @@ impl Job {
 
     /// What its spawn said about it; `None` once started.
     pub(crate) fn info(&self) -> Option<&SpawnInfo> {
-        self.body.as_ref().map(|body| body.info())
+        self.body.as_ref().map(|body| body.info(self.member))
     }
 
     /// The usable stack bytes its spawn asked for, if it asked (`None`:
@@ -129,7 +153,7 @@ impl Job {
         }
         self.body
             .as_ref()
-            .map(|body| body.info().stack_size)
+            .map(|body| body.info(self.member).stack_size)
             .filter(|&size| size != 0)
     }
 
@@ -154,18 +178,20 @@ impl Job {
     pub(crate) fn run(mut self, start: Start) {
         if let Some(body) = self.body.take() {
             // SAFETY: `body` is this job's own `Arc`, taken out of it, so
-            // this is the one launch of its allocation (see `Job::new`).
-            unsafe { body.launch(start) }
+            // this is the one launch of its allocation and member (see
+            // `Job::member`).
+            unsafe { body.launch(self.member, start) }
         }
     }
 }
 
 // SAFETY: the node lives in the job's own allocation, which the job keeps
-// alive (its `Arc`) while it is queued in it; each allocation has one job,
-// which is in at most one list at a time.
+// alive (its `Arc`) while it is queued in it; each allocation has one node
+// per member and one job per member, which is in at most one list at a
+// time.
 unsafe impl Spawnable for Job {
     fn embedded_node(&self) -> Option<NonNull<SpawnNode<Job>>> {
-        self.body.as_ref().map(|body| body.spawn_node())
+        self.body.as_ref().map(|body| body.spawn_node(self.member))
     }
 }
 
@@ -173,7 +199,7 @@ impl Drop for Job {
     fn drop(&mut self) {
         if let Some(body) = self.body.take() {
             // SAFETY: as in `run`: the job's own `Arc`, launched once.
-            unsafe { body.launch(Start::Cancel) }
+            unsafe { body.launch(self.member, Start::Cancel) }
         }
     }
 }

@@ -183,7 +183,11 @@ pub(crate) struct RuntimeShared {
     /// The next coroutine id ([`RuntimeShared::next_id`]).
     pub(crate) next_id: AtomicU64,
     pub(crate) closed: AtomicBool,
-    pub(crate) idle: Mutex<()>,
+    /// How many threads wait on `idle_changed` (for `live == 0`): the
+    /// last finisher notifies only if there is one, and takes the lock to
+    /// tell (a waiter counts itself in under it before it checks `live`),
+    /// so a finish with nobody waiting costs no system call.
+    pub(crate) idle: Mutex<usize>,
     pub(crate) idle_changed: Condvar,
     /// The idle accounting of stall reports (`stall.rs`).
     pub(crate) stall: StallWatch,
@@ -217,8 +221,12 @@ impl RuntimeShared {
     pub(crate) fn finished_one(&self) {
         // SeqCst: pairs with shutdown's closed store / live load.
         if self.live.fetch_sub(1, Ordering::SeqCst) == 1 {
-            let _guard = self.idle.lock().unwrap();
-            self.idle_changed.notify_all();
+            // Under the lock a waiter counts itself in and checks `live`
+            // under: it either sees the zero or is counted here.
+            let waiters = self.idle.lock().unwrap();
+            if *waiters > 0 {
+                self.idle_changed.notify_all();
+            }
         }
     }
 

@@ -114,6 +114,13 @@ impl RuntimeShared {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// The first of `n` new coroutine ids, unique in this runtime: `n`
+    /// consecutive ids from it are ours.
+    pub(crate) fn next_ids(&self, n: usize) -> u64 {
+        // Relaxed: as in `next_id`.
+        self.next_id.fetch_add(n as u64, Ordering::Relaxed)
+    }
+
     /// A handle on a coroutine that was never run because the runtime is
     /// shut down (for the spawns that report that through the handle).
     pub(crate) fn refused_handle<T: Send + 'static>(&self, options: SpawnOptions) -> JoinHandle<T> {
@@ -141,6 +148,31 @@ impl RuntimeShared {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
+        let cpe = self.admit(cpe, from_coroutine)?;
+        let custom_stack = options.stack_size != 0;
+        let spawned = Arc::new(Spawned {
+            node: SpawnNode::new(),
+            slot: JoinSlot::new(SpawnInfo {
+                id: self.next_id(),
+                at: options.at,
+                name: options.name,
+                stack_size: options.stack_size,
+            }),
+            f: UnsafeCell::new(Some(f)),
+        });
+        let handle = JoinHandle::new(spawned.clone());
+        let body: Arc<dyn Launch> = spawned;
+        self.hand_over(cpe, Job::new(body, stealable, custom_stack, cpe));
+        Ok(handle.with_cpe(cpe))
+    }
+
+    /// Counts a new coroutine for executor `cpe` (in the runtime's and the
+    /// executor's `live`) and returns the executor its job must go to:
+    /// `cpe`, or the spawning coroutine's own executor if `cpe` has exited
+    /// (a cancelling shutdown let it go). `from_coroutine` spawns are
+    /// accepted while closing (see the module invariants). The caller
+    /// hands the job over with [`hand_over`](Self::hand_over).
+    pub(crate) fn admit(&self, cpe: usize, from_coroutine: bool) -> Result<usize, SpawnError> {
         let Some(mut exec) = self.executors.get(cpe) else {
             return Err(SpawnError::OutOfRange {
                 cpe,
@@ -175,20 +207,13 @@ impl RuntimeShared {
             // Relaxed: a load estimate for placement and reports.
             exec.live.fetch_add(1, Ordering::Relaxed);
         }
-        let custom_stack = options.stack_size != 0;
-        let spawned = Arc::new(Spawned {
-            node: SpawnNode::new(),
-            slot: JoinSlot::new(SpawnInfo {
-                id: self.next_id(),
-                at: options.at,
-                name: options.name,
-                stack_size: options.stack_size,
-            }),
-            f: UnsafeCell::new(Some(f)),
-        });
-        let handle = JoinHandle::new(spawned.clone());
-        let body: Arc<dyn Launch> = spawned;
-        let job = Job::new(body, stealable, custom_stack, cpe);
+        Ok(cpe)
+    }
+
+    /// Hands `job`, counted on executor `cpe` by [`admit`](Self::admit),
+    /// to that executor: straight onto its queue when called on it, else
+    /// through its inbox.
+    pub(crate) fn hand_over(&self, cpe: usize, job: Job) {
         match Local::current() {
             // Same executor, from inside it: no inbox, no lock.
             Some(local)
@@ -196,9 +221,8 @@ impl RuntimeShared {
             {
                 local.start(job)
             }
-            _ => exec.push_spawn(job),
+            _ => self.executors[cpe].push_spawn(job),
         }
-        Ok(handle.with_cpe(cpe))
     }
 }
 
@@ -252,15 +276,15 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    fn spawn_node(&self) -> NonNull<SpawnNode<Job>> {
+    fn spawn_node(&self, _member: u32) -> NonNull<SpawnNode<Job>> {
         NonNull::from(&self.node)
     }
 
-    fn info(&self) -> &SpawnInfo {
+    fn info(&self, _member: u32) -> &SpawnInfo {
         self.slot.info()
     }
 
-    unsafe fn launch(self: Arc<Self>, start: Start) {
+    unsafe fn launch(self: Arc<Self>, _member: u32, start: Start) {
         // SAFETY: launched at most once (the trait's contract), and nothing
         // else reaches `f` while the allocation is shared (see the `Sync`
         // impl), so this is the one access to the cell.
@@ -269,7 +293,7 @@ where
         };
         let result = match start {
             Start::Run if self.start_running() => {
-                let _shown = ShownInfo::show(&self.slot);
+                let _shown = ShownInfo::show(self.slot.info(), Some(self.slot.cancel_flag()));
                 catch_unwind(AssertUnwindSafe(f)).map_err(join_error)
             }
             // Cancelled through its handle before it started: as a
@@ -303,18 +327,18 @@ where
     }
 }
 
-/// Shows a coroutine's [`SpawnInfo`] in its task header (for
+/// Shows a coroutine's [`SpawnInfo`] (and its cancel flag, if it has a
+/// join handle to cancel it through) in its task header (for
 /// `current_name`) while its closure runs: set when made, cleared when
 /// dropped, both inside the launch that holds the allocation the info lies
 /// in, so the header never points at freed memory.
-struct ShownInfo {
+pub(crate) struct ShownInfo {
     /// The running coroutine's header; `None` off a coroutine.
     header: Option<&'static TaskHeader>,
 }
 
 impl ShownInfo {
-    fn show<T>(slot: &JoinSlot<T>) -> Self {
-        let info = slot.info();
+    pub(crate) fn show(info: &SpawnInfo, cancel: Option<&CancelFlag>) -> Self {
         // The header lives (in its task, behind an `Arc`) until the
         // coroutine has returned, after this launch; the `'static` is the
         // executor's `Local`'s (see `Local::current`).
@@ -325,7 +349,7 @@ impl ShownInfo {
             // Relaxed: only the home executor thread reads it.
             h.info
                 .store((info as *const SpawnInfo).cast_mut(), Ordering::Relaxed);
-            let flag: *const CancelFlag = slot.cancel_flag();
+            let flag: *const CancelFlag = cancel.map_or(std::ptr::null(), |c| c);
             h.cancel.store(flag.cast_mut(), Ordering::Relaxed);
         }
         ShownInfo { header }

@@ -357,7 +357,7 @@ impl RuntimeBuilder {
             live: AtomicUsize::new(0),
             next_id: AtomicU64::new(1),
             closed: AtomicBool::new(false),
-            idle: Mutex::new(()),
+            idle: Mutex::new(0),
             idle_changed: Condvar::new(),
             stall: StallWatch::new(),
             stall_report: self.stall_report,

@@ -344,6 +344,10 @@ impl RuntimeShared {
     /// (`false`).
     fn wait_idle(&self, deadline: Option<Instant>) -> bool {
         let mut guard = self.idle.lock().unwrap();
+        // Counted in before `live` is checked, under the lock the last
+        // finisher tells whether to notify under (`finished_one`).
+        *guard += 1;
+        let mut idle = true;
         // SeqCst: see the module invariants.
         while self.live.load(Ordering::SeqCst) != 0 {
             match deadline {
@@ -351,13 +355,15 @@ impl RuntimeShared {
                 Some(d) => {
                     let now = Instant::now();
                     if now >= d {
-                        return false;
+                        idle = false;
+                        break;
                     }
                     guard = self.idle_changed.wait_timeout(guard, d - now).unwrap().0;
                 }
             }
         }
-        true
+        *guard -= 1;
+        idle
     }
 
     /// [`wait_idle`](Self::wait_idle), but a wait with no deadline that
