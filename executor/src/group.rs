@@ -13,12 +13,17 @@
 //!   woken once, by the last member.
 //! * A member refused at spawn (the runtime is shut down) is counted done
 //!   at once with a "shut down" error, so a join never waits for it.
+//! * [`GroupHandle::cancel`] cancels each member through its own join
+//!   handle (kept, one `Vec` per launch, for that alone). A cancelled
+//!   member records "cancelled" (caught unwinding in `Member::run`, or by
+//!   `Member`'s `Drop` if it never ran) and is counted done only then,
+//!   after its `Drop`s ran: a join still waits for every member.
 
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe, Location};
 use std::sync::{Arc, Mutex};
 
 use crate::countdown::{Countdown, WaitFor};
-use crate::join::JoinError;
+use crate::join::{JoinError, JoinHandle};
 use crate::panic::join_error;
 use crate::runtime::Runtime;
 use crate::spawning::SpawnOptions;
@@ -76,7 +81,7 @@ impl<F, T> Drop for Member<F, T> {
 /// per executor, joined together.
 ///
 /// Dropping it detaches the members: they run on and their results are
-/// dropped.
+/// dropped. [`cancel`](GroupHandle::cancel) cancels them all.
 ///
 /// ```
 /// # use swco_executor::Runtime;
@@ -88,6 +93,10 @@ impl<F, T> Drop for Member<F, T> {
 #[must_use = "dropping a GroupHandle detaches its coroutines"]
 pub struct GroupHandle<T> {
     group: Arc<Group<T>>,
+    /// The members' own handles, for [`cancel`](GroupHandle::cancel) (not
+    /// for their outcomes: those travel through the group's slots). Only
+    /// the members that were spawned.
+    members: Vec<JoinHandle<()>>,
 }
 
 impl<T> GroupHandle<T> {
@@ -120,8 +129,10 @@ impl<T> GroupHandle<T> {
     ///
     /// Once every member has finished: the [`JoinError`] of the first
     /// member (by CPE order) that panicked; if none panicked, that of the
-    /// first that was cancelled or never ran (the runtime was shut down:
-    /// [`JoinError::is_shut_down`]).
+    /// first that was cancelled ([`GroupHandle::cancel`], or a shutdown
+    /// timeout) or never ran (the runtime was shut down:
+    /// [`JoinError::is_shut_down`]). [`join_each`](GroupHandle::join_each)
+    /// gives every member's outcome instead.
     ///
     /// ```
     /// # use swco_executor::Runtime;
@@ -130,17 +141,12 @@ impl<T> GroupHandle<T> {
     /// assert_eq!(err.panic_message(), Some("member 1"));
     /// ```
     pub fn join(self) -> Result<Vec<T>, JoinError> {
-        if let Some(payload) = self.group.countdown.wait() {
-            // Cancelled while waiting: go on unwinding, the members are done.
-            resume_unwind(payload);
-        }
         let mut values = Vec::with_capacity(self.len());
         let mut first_error: Option<JoinError> = None;
-        for slot in self.group.results.iter() {
-            let outcome = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+        for outcome in self.join_each() {
             match outcome {
-                Some(Ok(v)) => values.push(v),
-                Some(Err(e)) => {
+                Ok(v) => values.push(v),
+                Err(e) => {
                     let better = match &first_error {
                         None => true,
                         Some(old) => e.is_panic() && !old.is_panic(),
@@ -149,13 +155,76 @@ impl<T> GroupHandle<T> {
                         first_error = Some(e);
                     }
                 }
-                // Every member records an outcome before it is counted.
-                None => first_error = first_error.or_else(|| Some(JoinError::cancelled())),
             }
         }
         match first_error {
             Some(e) => Err(e),
             None => Ok(values),
+        }
+    }
+
+    /// Waits for every member to finish, as [`join`](GroupHandle::join)
+    /// does, and returns each member's own outcome, in CPE order: its
+    /// value, or the [`JoinError`] that says why there is none (it
+    /// panicked, was [cancelled](GroupHandle::cancel), or never ran).
+    ///
+    /// ```
+    /// # use swco_executor::Runtime;
+    /// let rt = Runtime::builder().executors(3).build().unwrap();
+    /// let outcomes = rt.spawn_all(|cpe| assert!(cpe != 1, "member {cpe}")).join_each();
+    /// assert!(outcomes[0].is_ok() && outcomes[2].is_ok());
+    /// assert_eq!(outcomes[1].as_ref().unwrap_err().panic_message(), Some("member 1"));
+    /// ```
+    pub fn join_each(self) -> Vec<Result<T, JoinError>> {
+        if let Some(payload) = self.group.countdown.wait() {
+            // Cancelled while waiting: go on unwinding, the members are done.
+            resume_unwind(payload);
+        }
+        self.group
+            .results
+            .iter()
+            .map(|slot| {
+                slot.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take()
+                    // Every member records an outcome before it is counted.
+                    .unwrap_or_else(|| Err(JoinError::cancelled()))
+            })
+            .collect()
+    }
+
+    /// Cancels every member, as [`JoinHandle::cancel`] does each: one that
+    /// has not started is dropped unrun; one that is parked or running
+    /// unwinds at its next suspension point, running the `Drop`s of its
+    /// stack (which may still block); one that has finished keeps its
+    /// value. Like `JoinSet::abort_all` in tokio.
+    ///
+    /// It does not wait: [`join`](GroupHandle::join) and
+    /// [`join_each`](GroupHandle::join_each) still wait for every member,
+    /// cancelled ones included, until it has finished unwinding. A
+    /// cancelled member's outcome is an error with
+    /// [`JoinError::is_cancelled`].
+    ///
+    /// ```
+    /// # use swco_executor::Runtime;
+    /// let rt = Runtime::builder().executors(2).build().unwrap();
+    /// let (done_tx, done_rx) = swco_channel::mpmc::bounded::<()>(1);
+    /// let (_never, rx) = swco_channel::mpmc::bounded::<()>(1);
+    /// // Member 0 says it is done and returns (a send with room does not
+    /// // suspend: nothing left to cancel); member 1 would wait for ever.
+    /// let group = rt.spawn_all(move |cpe| match cpe {
+    ///     0 => done_tx.send(()).is_ok(),
+    ///     _ => rx.recv().is_ok(),
+    /// });
+    /// done_rx.recv().unwrap();
+    /// group.cancel();
+    /// let outcomes = group.join_each();
+    /// assert_eq!(outcomes[0], Ok(true));
+    /// assert!(outcomes[1].as_ref().unwrap_err().is_cancelled());
+    /// ```
+    pub fn cancel(&self) {
+        for member in &self.members {
+            member.cancel();
         }
     }
 }
@@ -198,6 +267,7 @@ impl Runtime {
             results: (0..n).map(|_| Mutex::new(None)).collect(),
         });
         let f = Arc::new(f);
+        let mut members = Vec::with_capacity(n);
         let (shared, from_coroutine) = self.spawn_context();
         for cpe in 0..n {
             let member = Member {
@@ -212,15 +282,18 @@ impl Runtime {
                 false,
                 SpawnOptions::at(at),
             );
-            if spawned.is_err() {
+            match spawned {
+                // Kept only to cancel it: the group's countdown and slots
+                // carry its outcome.
+                Ok(handle) => members.push(handle),
                 // Refused: the member was dropped unrun inside `submit`
                 // (recorded as cancelled and counted); the real reason wins.
-                *group.results[cpe].lock().unwrap_or_else(|e| e.into_inner()) =
-                    Some(Err(JoinError::shut_down()));
+                Err(_) => {
+                    *group.results[cpe].lock().unwrap_or_else(|e| e.into_inner()) =
+                        Some(Err(JoinError::shut_down()));
+                }
             }
-            // The member's own join handle is dropped: the group's countdown
-            // and slots carry its outcome.
         }
-        GroupHandle { group }
+        GroupHandle { group, members }
     }
 }

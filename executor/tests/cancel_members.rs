@@ -1,0 +1,486 @@
+//! A cancelled member of a scope or group is still waited for: a scoped
+//! coroutine cancelled through its handle ([`ScopedJoinHandle::cancel`])
+//! and the members of a group cancelled together ([`GroupHandle::cancel`])
+//! unwind, and the scope (the group's join) does not return before they
+//! have finished unwinding, also when a `Drop` on the way blocks.
+//!
+//! The checks are exact counts read right after the wait returns. Where the
+//! order could depend on timing, it is forced: on one executor, a coroutine
+//! that does not suspend keeps the thread, and a blocking `Drop` is let go
+//! only once the waiter is seen parked (in the runtime's dump, or by a park
+//! context that counts the waiting thread's parks). A scope or join that did
+//! not wait would read the count before the unwinding and fail, not race.
+//!
+//! Every scenario could hang if the wait or the cancel were broken, so each
+//! runs in a child process (see `common`).
+//!
+//! [`ScopedJoinHandle::cancel`]: swco_executor::ScopedJoinHandle::cancel
+//! [`GroupHandle::cancel`]: swco_executor::GroupHandle::cancel
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread;
+
+use common::in_child_process;
+use swco_channel::mpmc;
+use swco_executor::{CoroutineState, Runtime};
+
+fn rt(executors: usize) -> Runtime {
+    Runtime::builder().executors(executors).build().unwrap()
+}
+
+/// Counts its drop: the end of a coroutine's stack, however it ends.
+struct Count<'a>(&'a AtomicUsize);
+
+impl Drop for Count<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A `Drop` that blocks: it says it has begun, then waits for a value on
+/// `gate`, and counts its end once it has it.
+struct BlocksInDrop<'a> {
+    begun: &'a AtomicBool,
+    gate: &'a mpmc::Receiver<u32>,
+    got: &'a AtomicUsize,
+}
+
+impl Drop for BlocksInDrop<'_> {
+    fn drop(&mut self) {
+        self.begun.store(true, Ordering::SeqCst);
+        let v = self.gate.recv().expect("the gate is opened, not closed");
+        self.got.fetch_add(v as usize, Ordering::SeqCst);
+    }
+}
+
+/// Whether the coroutine `id` of `rt` is parked (the runtime's dump).
+fn is_parked(rt: &Runtime, id: u64) -> bool {
+    rt.dump()
+        .coroutines()
+        .iter()
+        .any(|c| c.id() == id && c.state() == CoroutineState::Parked)
+}
+
+/// A park context for a plain thread that counts its parks, so another
+/// thread can see it waiting.
+struct CountingPark {
+    thread: thread::Thread,
+    parks: Arc<AtomicUsize>,
+}
+
+struct Unpark(thread::Thread);
+
+impl std::task::Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+impl swco_channel::hook::Park for CountingPark {
+    fn waker(&self) -> std::task::Waker {
+        std::task::Waker::from(Arc::new(Unpark(self.thread.clone())))
+    }
+
+    fn park(&self, deadline: Option<std::time::Instant>) {
+        self.parks.fetch_add(1, Ordering::SeqCst);
+        match deadline {
+            Some(d) => {
+                thread::park_timeout(d.saturating_duration_since(std::time::Instant::now()));
+            }
+            None => thread::park(),
+        }
+    }
+}
+
+/// Installs a [`CountingPark`] on this thread; its count of parks.
+fn count_parks() -> Arc<AtomicUsize> {
+    let parks = Arc::new(AtomicUsize::new(0));
+    let park: std::rc::Rc<dyn swco_channel::hook::Park> = std::rc::Rc::new(CountingPark {
+        thread: thread::current(),
+        parks: parks.clone(),
+    });
+    swco_channel::hook::set_current(Some(park));
+    parks
+}
+
+// --- scope -------------------------------------------------------------------
+
+/// One executor: the scope's coroutine and its child take turns, so the
+/// child is parked in its `recv` when it is cancelled, and (a coroutine
+/// that does not suspend keeps the thread) the scope could only see the
+/// child's unwinding finished if it waited for it.
+fn cancel_a_parked_scoped_child(join_it: bool) -> (usize, Option<bool>) {
+    let rt = rt(1);
+    let h = rt.spawn(move || {
+        // Outside the scope: the child borrows them.
+        let unwound = AtomicUsize::new(0);
+        let (_never, parked_on) = mpmc::bounded::<u32>(1);
+        let (ready_tx, ready_rx) = mpmc::bounded::<()>(1);
+        let joined = swco_executor::scope(|s| {
+            let h = s.spawn(|| {
+                let _count = Count(&unwound);
+                ready_tx.send(()).unwrap();
+                parked_on.recv()
+            });
+            ready_rx.recv().unwrap();
+            h.cancel();
+            join_it.then(|| h.join().unwrap_err().is_cancelled())
+        });
+        // Read before anything else runs on this executor.
+        (unwound.load(Ordering::SeqCst), joined)
+    });
+    h.join().unwrap()
+}
+
+#[test]
+fn a_scoped_child_cancelled_through_its_handle_is_waited_for() {
+    in_child_process(
+        "a_scoped_child_cancelled_through_its_handle_is_waited_for",
+        || {
+            let (unwound, joined) = cancel_a_parked_scoped_child(false);
+            assert_eq!(unwound, 1, "the scope returned before its child unwound");
+            assert_eq!(joined, None);
+        },
+    );
+}
+
+#[test]
+fn a_scoped_child_cancelled_and_joined_in_the_scope_is_cancelled() {
+    in_child_process(
+        "a_scoped_child_cancelled_and_joined_in_the_scope_is_cancelled",
+        || {
+            let (unwound, joined) = cancel_a_parked_scoped_child(true);
+            assert_eq!(unwound, 1);
+            assert_eq!(joined, Some(true), "join says is_cancelled");
+        },
+    );
+}
+
+#[test]
+fn a_scoped_child_cancelled_before_it_starts_never_runs() {
+    in_child_process(
+        "a_scoped_child_cancelled_before_it_starts_never_runs",
+        || {
+            let rt = rt(1);
+            let h = rt.spawn(|| {
+                let dropped = AtomicUsize::new(0);
+                let ran = AtomicBool::new(false);
+                let cancelled = swco_executor::scope(|s| {
+                    let count = Count(&dropped);
+                    // Queued behind this coroutine, which does not suspend
+                    // before the cancel: it cannot have started.
+                    let h = s.spawn(|| {
+                        let _count = count;
+                        ran.store(true, Ordering::SeqCst);
+                    });
+                    h.cancel();
+                    h.join().unwrap_err().is_cancelled()
+                });
+                (cancelled, ran.into_inner(), dropped.into_inner())
+            });
+            let (cancelled, ran, dropped) = h.join().unwrap();
+            assert!(cancelled, "join says is_cancelled");
+            assert!(!ran, "a child cancelled before it started never runs");
+            assert_eq!(dropped, 1, "its closure dropped once");
+        },
+    );
+}
+
+/// A scope in a coroutine whose cancelled child blocks in a `Drop` while
+/// it unwinds: the scope waits for that `Drop` too. The gate opens only
+/// once the child is parked in its `Drop` and the scope's coroutine has
+/// parked in its wait, or has returned (then the count it read says the
+/// scope did not wait).
+#[test]
+fn a_scoped_child_blocked_in_a_drop_while_cancelled_is_waited_for() {
+    in_child_process(
+        "a_scoped_child_blocked_in_a_drop_while_cancelled_is_waited_for",
+        || {
+            let rt = rt(2);
+            let (gate_tx, gate_rx) = mpmc::bounded::<u32>(1);
+            let begun = Arc::new(AtomicBool::new(false));
+            let waiter_id = Arc::new(AtomicU64::new(0));
+            let h = {
+                let (begun, waiter_id) = (begun.clone(), waiter_id.clone());
+                rt.spawn_on(0, move || {
+                    waiter_id.store(swco_executor::current_id().unwrap(), Ordering::SeqCst);
+                    let unwound = AtomicUsize::new(0);
+                    let got = AtomicUsize::new(0);
+                    let (_never, parked_on) = mpmc::bounded::<u32>(1);
+                    let (ready_tx, ready_rx) = mpmc::bounded::<()>(1);
+                    swco_executor::scope(|s| {
+                        let h = s
+                            .spawn_on(1, || {
+                                let _count = Count(&unwound);
+                                let _blocks = BlocksInDrop {
+                                    begun: &begun,
+                                    gate: &gate_rx,
+                                    got: &got,
+                                };
+                                ready_tx.send(()).unwrap();
+                                parked_on.recv()
+                            })
+                            .unwrap();
+                        ready_rx.recv().unwrap();
+                        h.cancel();
+                    });
+                    (unwound.into_inner(), got.into_inner())
+                })
+                .unwrap()
+            };
+            while !begun.load(Ordering::SeqCst) {
+                thread::yield_now();
+            }
+            let waiter = waiter_id.load(Ordering::SeqCst);
+            // The waiter parked in the scope's wait (or, were the wait
+            // broken, already finished).
+            while !(h.is_finished() || is_parked(&rt, waiter)) {
+                thread::yield_now();
+            }
+            gate_tx.send(5).unwrap();
+            let (unwound, got) = h.join().unwrap();
+            assert_eq!(
+                (unwound, got),
+                (1, 5),
+                "the scope returned before its child's Drop ended"
+            );
+        },
+    );
+}
+
+/// The same from a plain thread (`Runtime::scope`): the gate opens once
+/// the thread has parked in the scope's wait after the cancel.
+#[test]
+fn a_scope_on_a_plain_thread_waits_for_a_cancelled_child_blocked_in_a_drop() {
+    in_child_process(
+        "a_scope_on_a_plain_thread_waits_for_a_cancelled_child_blocked_in_a_drop",
+        || {
+            let rt = rt(1);
+            let parks = count_parks();
+            let (gate_tx, gate_rx) = mpmc::bounded::<u32>(1);
+            let begun = AtomicBool::new(false);
+            let parks_at_cancel = AtomicUsize::new(usize::MAX);
+            let scope_returned = AtomicBool::new(false);
+            let unwound = AtomicUsize::new(0);
+            let got = AtomicUsize::new(0);
+            let (_never, parked_on) = mpmc::bounded::<u32>(1);
+            let (ready_tx, ready_rx) = mpmc::bounded::<()>(1);
+            thread::scope(|threads| {
+                // Opens the gate once the child is in its Drop and this
+                // thread has parked since the cancel (or left the scope).
+                threads.spawn(|| {
+                    while !begun.load(Ordering::SeqCst) {
+                        thread::yield_now();
+                    }
+                    while parks.load(Ordering::SeqCst) <= parks_at_cancel.load(Ordering::SeqCst)
+                        && !scope_returned.load(Ordering::SeqCst)
+                    {
+                        thread::yield_now();
+                    }
+                    gate_tx.send(7).unwrap();
+                });
+                rt.scope(|s| {
+                    let h = s.spawn(|| {
+                        let _count = Count(&unwound);
+                        let _blocks = BlocksInDrop {
+                            begun: &begun,
+                            gate: &gate_rx,
+                            got: &got,
+                        };
+                        ready_tx.send(()).unwrap();
+                        parked_on.recv()
+                    });
+                    ready_rx.recv().unwrap();
+                    parks_at_cancel.store(parks.load(Ordering::SeqCst), Ordering::SeqCst);
+                    h.cancel();
+                });
+                let seen = (unwound.load(Ordering::SeqCst), got.load(Ordering::SeqCst));
+                scope_returned.store(true, Ordering::SeqCst);
+                swco_channel::hook::set_current(None);
+                assert_eq!(
+                    seen,
+                    (1, 7),
+                    "the scope returned before its child's Drop ended"
+                );
+            });
+        },
+    );
+}
+
+// --- spawn_all ---------------------------------------------------------------
+
+/// Three members: 0 finishes with its value before the cancel, 1 is parked
+/// in a `recv` (and then blocks in a `Drop` as it unwinds), 2 has not
+/// started (a coroutine hogs its executor). The join waits for every one,
+/// and gives each its own outcome.
+#[test]
+fn group_cancel_cancels_parked_and_unstarted_members_and_join_waits() {
+    in_child_process(
+        "group_cancel_cancels_parked_and_unstarted_members_and_join_waits",
+        || {
+            /// What the members share (a group's closure is `'static`).
+            struct Shared {
+                ran: [AtomicBool; 3],
+                unwound: AtomicUsize,
+                begun: AtomicBool,
+                got: AtomicUsize,
+                gate: mpmc::Receiver<u32>,
+                parked_on: mpmc::Receiver<u32>,
+                done: mpmc::Sender<()>,
+            }
+            let rt = rt(3);
+            let parks = count_parks();
+            let (gate_tx, gate_rx) = mpmc::bounded::<u32>(1);
+            let (_never, parked_on) = mpmc::bounded::<u32>(1);
+            let (done_tx, done_rx) = mpmc::bounded::<()>(2);
+            let shared = Arc::new(Shared {
+                ran: Default::default(),
+                unwound: AtomicUsize::new(0),
+                begun: AtomicBool::new(false),
+                got: AtomicUsize::new(0),
+                gate: gate_rx,
+                parked_on,
+                done: done_tx,
+            });
+            let release = Arc::new(AtomicBool::new(false));
+            let hogging = Arc::new(AtomicBool::new(false));
+            // Holds executor 2 without suspending, so member 2 cannot start
+            // before the cancel.
+            let hog = {
+                let (release, hogging) = (release.clone(), hogging.clone());
+                rt.spawn_on(2, move || {
+                    hogging.store(true, Ordering::SeqCst);
+                    while !release.load(Ordering::SeqCst) {
+                        std::hint::spin_loop();
+                    }
+                })
+                .unwrap()
+            };
+            while !hogging.load(Ordering::SeqCst) {
+                thread::yield_now();
+            }
+            let sh = shared.clone();
+            let group = rt.spawn_all(move |cpe| {
+                sh.ran[cpe].store(true, Ordering::SeqCst);
+                match cpe {
+                    // A send with room does not suspend: nothing after it
+                    // to cancel.
+                    0 => {
+                        sh.done.send(()).unwrap();
+                        Ok(10)
+                    }
+                    _ => {
+                        let _count = Count(&sh.unwound);
+                        let _blocks = BlocksInDrop {
+                            begun: &sh.begun,
+                            gate: &sh.gate,
+                            got: &sh.got,
+                        };
+                        sh.done.send(()).unwrap();
+                        sh.parked_on.recv()
+                    }
+                }
+            });
+            // Members 0 and 1 have run up to their ends (1 to its park).
+            done_rx.recv().unwrap();
+            done_rx.recv().unwrap();
+            group.cancel();
+            release.store(true, Ordering::SeqCst);
+            hog.join().unwrap();
+            let parks_at_join = parks.load(Ordering::SeqCst);
+            let joined = AtomicBool::new(false);
+            let (outcomes, seen) = thread::scope(|threads| {
+                // Opens the gate once member 1 is in its Drop and this
+                // thread has parked in the join (or left it).
+                threads.spawn(|| {
+                    while !shared.begun.load(Ordering::SeqCst) {
+                        thread::yield_now();
+                    }
+                    while parks.load(Ordering::SeqCst) <= parks_at_join
+                        && !joined.load(Ordering::SeqCst)
+                    {
+                        thread::yield_now();
+                    }
+                    gate_tx.send(3).unwrap();
+                });
+                let outcomes = group.join_each();
+                let seen = (
+                    shared.unwound.load(Ordering::SeqCst),
+                    shared.got.load(Ordering::SeqCst),
+                );
+                joined.store(true, Ordering::SeqCst);
+                (outcomes, seen)
+            });
+            swco_channel::hook::set_current(None);
+            assert_eq!(
+                seen,
+                (1, 3),
+                "the join returned before member 1's Drop ended"
+            );
+            assert_eq!(outcomes.len(), 3);
+            assert_eq!(outcomes[0], Ok(Ok(10)), "a finished member keeps its value");
+            for (cpe, outcome) in outcomes.iter().enumerate().skip(1) {
+                let e = outcome.as_ref().expect_err("cancelled");
+                assert!(e.is_cancelled(), "member {cpe}: {e}");
+            }
+            let ran: Vec<bool> = shared
+                .ran
+                .iter()
+                .map(|r| r.load(Ordering::SeqCst))
+                .collect();
+            assert_eq!(ran, [true, true, false], "member 2 never ran");
+        },
+    );
+}
+
+/// `join` (not `join_each`) after a cancel: once every member has
+/// finished, the first error; a panic before the cancel wins over it.
+#[test]
+fn group_join_after_a_cancel_reports_it() {
+    in_child_process("group_join_after_a_cancel_reports_it", || {
+        let rt = rt(2);
+        let unwound = Arc::new(AtomicUsize::new(0));
+        let (ready_tx, ready_rx) = mpmc::bounded::<()>(2);
+        let (_never, parked_on) = mpmc::bounded::<u32>(1);
+        let u = unwound.clone();
+        let group = rt.spawn_all(move |_| {
+            let _count = Count(&u);
+            ready_tx.send(()).unwrap();
+            parked_on.recv()
+        });
+        ready_rx.recv().unwrap();
+        ready_rx.recv().unwrap();
+        group.cancel();
+        group.cancel();
+        assert!(group.join().unwrap_err().is_cancelled());
+        assert_eq!(unwound.load(Ordering::SeqCst), 2, "both unwound, once");
+
+        let (ready_tx, ready_rx) = mpmc::bounded::<()>(2);
+        let (_never, parked_on) = mpmc::bounded::<u32>(1);
+        let group = rt.spawn_all(move |cpe| {
+            ready_tx.send(()).unwrap();
+            // No suspension after the send: the cancel cannot stop it.
+            assert!(cpe != 0, "member 0");
+            parked_on.recv()
+        });
+        ready_rx.recv().unwrap();
+        ready_rx.recv().unwrap();
+        group.cancel();
+        let e = group.join().unwrap_err();
+        assert_eq!(e.panic_message(), Some("member 0"), "{e}");
+    });
+}
+
+#[test]
+fn group_cancel_after_every_member_finished_keeps_the_values() {
+    let rt = rt(2);
+    let group = rt.spawn_all(|cpe| cpe * 2);
+    while !group.is_finished() {
+        thread::yield_now();
+    }
+    group.cancel();
+    assert_eq!(group.join().unwrap(), [0, 2]);
+}
