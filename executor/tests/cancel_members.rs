@@ -130,7 +130,13 @@ fn cancel_a_parked_scoped_child(join_it: bool) -> (usize, Option<bool>) {
             join_it.then(|| h.join().unwrap_err().is_cancelled())
         });
         // Read before anything else runs on this executor.
-        (unwound.load(Ordering::SeqCst), joined)
+        let seen = unwound.load(Ordering::SeqCst);
+        // Were the scope broken, the child would still use `unwound`: it
+        // is kept until the child is done (at once, if the scope waited).
+        while unwound.load(Ordering::SeqCst) == 0 {
+            swco_executor::yield_now();
+        }
+        (seen, joined)
     });
     h.join().unwrap()
 }
@@ -203,6 +209,8 @@ fn a_scoped_child_blocked_in_a_drop_while_cancelled_is_waited_for() {
             let (gate_tx, gate_rx) = mpmc::bounded::<u32>(1);
             let begun = Arc::new(AtomicBool::new(false));
             let waiter_id = Arc::new(AtomicU64::new(0));
+            let (seen_tx, seen_rx) = mpmc::bounded::<(usize, usize)>(1);
+            let (finish_tx, finish_rx) = mpmc::bounded::<()>(1);
             let h = {
                 let (begun, waiter_id) = (begun.clone(), waiter_id.clone());
                 rt.spawn_on(0, move || {
@@ -227,21 +235,36 @@ fn a_scoped_child_blocked_in_a_drop_while_cancelled_is_waited_for() {
                         ready_rx.recv().unwrap();
                         h.cancel();
                     });
-                    (unwound.into_inner(), got.into_inner())
+                    seen_tx
+                        .send((unwound.load(Ordering::SeqCst), got.load(Ordering::SeqCst)))
+                        .unwrap();
+                    // Were the scope broken, the child could still use the
+                    // locals it borrows: they are kept until the test ends.
+                    finish_rx.recv().unwrap();
                 })
                 .unwrap()
             };
-            while !begun.load(Ordering::SeqCst) {
+            let waiter = loop {
+                let id = waiter_id.load(Ordering::SeqCst);
+                if id != 0 {
+                    break id;
+                }
                 thread::yield_now();
-            }
-            let waiter = waiter_id.load(Ordering::SeqCst);
-            // The waiter parked in the scope's wait (or, were the wait
-            // broken, already finished).
-            while !(h.is_finished() || is_parked(&rt, waiter)) {
+            };
+            // The child in its Drop and the waiter parked in the scope's
+            // wait, or (were the wait broken) the scope already returned.
+            while !(begun.load(Ordering::SeqCst) && is_parked(&rt, waiter)) && seen_rx.is_empty() {
                 thread::yield_now();
             }
             gate_tx.send(5).unwrap();
-            let (unwound, got) = h.join().unwrap();
+            let (unwound, got) = seen_rx.recv().unwrap();
+            // Only the waiter left (the child is done, at once if the scope
+            // waited): the waiter may let its locals go.
+            while rt.dump().coroutines().len() > 1 {
+                thread::yield_now();
+            }
+            finish_tx.send(()).unwrap();
+            h.join().unwrap();
             assert_eq!(
                 (unwound, got),
                 (1, 5),
@@ -300,6 +323,12 @@ fn a_scope_on_a_plain_thread_waits_for_a_cancelled_child_blocked_in_a_drop() {
                 let seen = (unwound.load(Ordering::SeqCst), got.load(Ordering::SeqCst));
                 scope_returned.store(true, Ordering::SeqCst);
                 swco_channel::hook::set_current(None);
+                // Were the scope broken, the child would still use the
+                // locals it borrows: it is let finish first (it has, if the
+                // scope waited).
+                while unwound.load(Ordering::SeqCst) == 0 {
+                    thread::yield_now();
+                }
                 assert_eq!(
                     seen,
                     (1, 7),
