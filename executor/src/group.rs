@@ -175,6 +175,7 @@ impl<T> GroupHandle<T> {
     /// assert!(outcomes[0].is_ok() && outcomes[2].is_ok());
     /// assert_eq!(outcomes[1].as_ref().unwrap_err().panic_message(), Some("member 1"));
     /// ```
+    #[must_use]
     pub fn join_each(self) -> Vec<Result<T, JoinError>> {
         if let Some(payload) = self.group.countdown.wait() {
             // Cancelled while waiting: go on unwinding, the members are done.
