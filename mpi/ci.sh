@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # swco-mpi's one command: installs what is missing (Open MPI, libclang for
 # bindgen), builds, and runs the MPI tests and the ring example under
-# mpirun with 2 and 4 ranks. Exits non-zero on any failure; every mpirun
+# mpirun with 2 and 4 ranks, and the stencil example on 2. Exits non-zero on any failure; every mpirun
 # runs under `timeout`, so nothing hangs.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -38,6 +38,7 @@ for b in "$TEST_BIN" "$HOSTED_BIN"; do
     [ -x "$b" ] || { echo "ci.sh: cannot find an mpi test binary" >&2; exit 1; }
 done
 RING_BIN=$CARGO_TARGET_DIR/release/examples/ring
+STENCIL_BIN=$CARGO_TARGET_DIR/release/examples/stencil
 
 # --- run under mpirun ----------------------------------------------------------
 run() {
@@ -52,4 +53,9 @@ for n in 2 4; do
     run "$n" "$HOSTED_BIN"
     run "$n" "$RING_BIN"
 done
-echo "ci.sh: all MPI tests and the ring passed (2 and 4 ranks; bridge on a thread and on an executor)"
+# The stencil across two ranks, checked against the serial grid: a small
+# grid, so it stays fast (N = 32, 10 sweeps, 2 slabs per rank).
+for host in thread executor; do
+    run 2 "$STENCIL_BIN" "$host" 32 10 2
+done
+echo "ci.sh: all MPI tests, the ring and the stencil passed (2 and 4 ranks; bridge on a thread and on an executor)"

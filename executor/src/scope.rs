@@ -27,11 +27,14 @@
 //!   A failure nobody joined is handed to the scope then, and re-raised
 //!   when the scope ends (the first by spawn order, a panic first).
 //!   A handle leaked past the scope (`mem::forget`) only loses that report.
+//!   A child cancelled through its handle ([`ScopedJoinHandle::cancel`]) is
+//!   waited for like any other (it is counted done only once it has
+//!   unwound), but its "cancelled" is not re-raised: it was asked for.
 
 use std::any::Any;
 use std::marker::PhantomData;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe, Location};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::countdown::{Countdown, WaitFor};
@@ -77,12 +80,22 @@ struct Packet<T> {
     result: Mutex<Option<Result<T, JoinError>>>,
     scope: Arc<ScopeData>,
     seq: u64,
+    /// Set by [`ScopedJoinHandle::cancel`]: a "cancelled" outcome was asked
+    /// for, and is not a failure of the scope.
+    cancel_requested: AtomicBool,
 }
 
 impl<T> Drop for Packet<T> {
     fn drop(&mut self) {
         let r = self.result.get_mut().unwrap_or_else(|e| e.into_inner());
         if let Some(Err(e)) = r.take() {
+            // Relaxed: the flag is set through the handle, which holds a
+            // reference to this packet; that reference's drop (Release)
+            // and the last one's (Acquire) order the store before this
+            // load, or it is the same thread.
+            if e.is_cancelled() && *self.cancel_requested.get_mut() {
+                return;
+            }
             self.scope.record_failure(self.seq, e);
         }
     }
@@ -275,6 +288,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
             scope: self.data.clone(),
             // Relaxed: only distinctness and order of one spawner's numbers.
             seq: self.data.spawned.fetch_add(1, Ordering::Relaxed),
+            cancel_requested: AtomicBool::new(false),
         }
     }
 }
@@ -304,8 +318,9 @@ impl<T> ScopedJoinHandle<'_, T> {
     ///
     /// # Errors
     ///
-    /// [`JoinError`] if the coroutine panicked, was cancelled by a
-    /// shutdown timeout, or never ran (the runtime was shut down).
+    /// [`JoinError`] if the coroutine panicked, was cancelled (by
+    /// [`cancel`](Self::cancel) or a shutdown timeout), or never ran (the
+    /// runtime was shut down).
     pub fn join(self) -> Result<T, JoinError> {
         let waited = self.inner.map(JoinHandle::join);
         let stored = self
@@ -326,6 +341,39 @@ impl<T> ScopedJoinHandle<'_, T> {
     #[must_use]
     pub fn is_finished(&self) -> bool {
         self.inner.as_ref().map_or(true, JoinHandle::is_finished)
+    }
+
+    /// Cancels the coroutine, as [`JoinHandle::cancel`] does: if it has
+    /// not started, its closure is dropped unrun; if it is parked or
+    /// running, it unwinds at its next suspension point, running the
+    /// `Drop`s of its stack (which may still block). Its
+    /// [`join`](Self::join) then returns an error with
+    /// [`JoinError::is_cancelled`]. A coroutine that has finished keeps its
+    /// result.
+    ///
+    /// The scope still waits for it: the scope does not return (nor
+    /// unwind) before a cancelled child has finished unwinding, since its
+    /// `Drop`s may use what it borrows. A child cancelled here and not
+    /// joined does not make the scope panic, as an unjoined child that
+    /// was cancelled otherwise (by a shutdown timeout) does.
+    ///
+    /// ```
+    /// # use swco_executor::Runtime;
+    /// let rt = Runtime::builder().executors(2).build().unwrap();
+    /// let (_tx, rx) = swco_channel::mpmc::bounded::<u32>(1);
+    /// rt.scope(|s| {
+    ///     // Borrows `rx`, and would wait for ever.
+    ///     let h = s.spawn(|| rx.recv());
+    ///     h.cancel();
+    ///     assert!(h.join().unwrap_err().is_cancelled());
+    /// });
+    /// ```
+    pub fn cancel(&self) {
+        // Relaxed: read by the packet's last owner (see `Packet::drop`).
+        self.packet.cancel_requested.store(true, Ordering::Relaxed);
+        if let Some(inner) = &self.inner {
+            inner.cancel();
+        }
     }
 
     /// The executor the coroutine was placed on (`None` if it was refused).
@@ -396,7 +444,8 @@ impl Runtime {
     /// not joined. A child that was not joined and produced no value for
     /// another reason (cancelled by a shutdown timeout, or never run
     /// because the runtime was shut down) makes the scope panic with a
-    /// message saying so.
+    /// message saying so; one cancelled through its handle
+    /// ([`ScopedJoinHandle::cancel`]) does not.
     ///
     /// ```
     /// # use swco_executor::Runtime;
