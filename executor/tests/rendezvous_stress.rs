@@ -22,7 +22,10 @@
 //! rounds; `SWCO_RV_STRESS_ROUND_LIMIT_SECS` (default 60) the watchdog;
 //! `SWCO_RV_STRESS_SEED` the first seed; `SWCO_RV_STRESS_IDS` (default
 //! 2 000) the ids each producer sends in a round; `SWCO_RV_STRESS_FOCUS`
-//! has only the `spmc` channel's lone sender send (the case seen hanging); `SWCO_RV_STRESS_HANG_PAUSE` keeps
+//! has only the `spmc` channel's lone sender send (the case seen hanging);
+//! `SWCO_RV_STRESS_PARTNER` has every producer send through `select!` only
+//! (receivers' tries then keep waiting on a selecting send's fill, the
+//! other case seen hanging); `SWCO_RV_STRESS_HANG_PAUSE` keeps
 //! a hung child alive for a debugger instead of aborting it. The child process has a fixed hang
 //! guard, so a long run for the record runs as the child itself (the
 //! watchdog still aborts a hung round):
@@ -143,7 +146,9 @@ enum Senders {
 /// Sends one message through a randomly chosen operation; gives it back
 /// when the operation did not take it.
 fn offer<S: SendOps>(tx: &S, id: u64, rng: &mut Rng, round: &Round, me: usize) -> Option<u64> {
-    let op = rng.below(4);
+    // Partner-focused: every send is a selecting one, so receivers' tries
+    // keep meeting message-less select packets and wait for their fill.
+    let op = if partner_focus() { 3 } else { rng.below(4) };
     round.doing[me].store(op as u8, SeqCst);
     match op {
         0 => {
@@ -162,6 +167,13 @@ fn offer<S: SendOps>(tx: &S, id: u64, rng: &mut Rng, round: &Round, me: usize) -
         },
         _ => tx.select_send(id, rng.micros(300)),
     }
+}
+
+/// `SWCO_RV_STRESS_PARTNER`: producers send only through `select!` send
+/// arms (see `offer`).
+fn partner_focus() -> bool {
+    static FOCUS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *FOCUS.get_or_init(|| std::env::var_os("SWCO_RV_STRESS_PARTNER").is_some())
 }
 
 /// The send operations of one sender type, so that `offer` is written once.
