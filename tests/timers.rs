@@ -90,7 +90,9 @@ fn runtime(executors: usize) -> Runtime {
 
 /// The OS threads of this process (Linux; `None` elsewhere).
 fn os_threads() -> Option<usize> {
-    std::fs::read_dir("/proc/self/task").ok().map(Iterator::count)
+    std::fs::read_dir("/proc/self/task")
+        .ok()
+        .map(Iterator::count)
 }
 
 child_test! {

@@ -38,7 +38,6 @@ use crate::hook::{self, Describe, Op as OpKind, Park, WaitingOn};
 use crate::rendezvous::Token;
 use crate::select::{Op, OpRef};
 
-
 /// A receiver of [`Instant`]s made by the clock rather than sent: what
 /// [`after`], [`at`], [`tick`] and [`never`] return.
 ///

@@ -98,7 +98,10 @@ fn sender_dropped_unsent_fails_the_receive() {
     let (tx, rx) = oneshot::<u32>();
     drop(tx);
     assert_eq!(rx.try_recv(), Err(TryRecvError::Disconnected));
-    assert_eq!(rx.recv_timeout(Duration::from_millis(1)), Err(RecvTimeoutError::Disconnected));
+    assert_eq!(
+        rx.recv_timeout(Duration::from_millis(1)),
+        Err(RecvTimeoutError::Disconnected)
+    );
     assert_eq!(rx.recv(), Err(RecvError));
 }
 
@@ -138,7 +141,10 @@ fn value_never_received_is_dropped_once() {
 fn try_recv_then_nothing_more() {
     let (tx, rx) = oneshot();
     assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
-    assert_eq!(rx.recv_timeout(Duration::from_millis(1)), Err(RecvTimeoutError::Timeout));
+    assert_eq!(
+        rx.recv_timeout(Duration::from_millis(1)),
+        Err(RecvTimeoutError::Timeout)
+    );
     tx.send("x").unwrap();
     assert_eq!(rx.try_recv(), Ok("x"));
     // Taken: the sender is gone, so nothing more will come.
