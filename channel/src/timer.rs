@@ -548,6 +548,7 @@ impl<'a> TimerArm<'a> {
 
     /// For the macro's first try: whether the message is due.
     #[inline]
+    #[must_use]
     pub fn probe(&self) -> bool {
         self.timer.ready()
     }
