@@ -1,4 +1,4 @@
-//! Receivers of time: [`after`], [`at`], [`tick`] and [`never`], with
+//! Receivers of time: [`after`], [`at`], [`tick`] and [`never`](fn@never), with
 //! crossbeam-channel's semantics.
 //!
 //! # How they wait
@@ -26,7 +26,7 @@
 //!   whole period after it was taken, not at the next multiple of the
 //!   period. A blocking `recv` claims the next tick before it waits for it,
 //!   so a loop of `recv`s does not drift.
-//! * [`never`]`()`: never delivers, never disconnects.
+//! * [`never`](fn@never)`()`: never delivers, never disconnects.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -39,7 +39,7 @@ use crate::rendezvous::Token;
 use crate::select::{Op, OpRef};
 
 /// A receiver of [`Instant`]s made by the clock rather than sent: what
-/// [`after`], [`at`], [`tick`] and [`never`] return.
+/// [`after`], [`at`], [`tick`] and [`never`](fn@never) return.
 ///
 /// It is one type for all four, so that code can choose among them at run
 /// time (`if let Some(d) = limit { after(d) } else { never() }`) and hand
@@ -53,7 +53,7 @@ use crate::select::{Op, OpRef};
 /// out among them.
 ///
 /// Nothing ever sends on it, so it is never disconnected: a receive that
-/// would block for ever (a `recv` on [`never`], or on an [`after`] whose
+/// would block for ever (a `recv` on [`never`](fn@never), or on an [`after`] whose
 /// message was taken) does so, as in crossbeam.
 ///
 /// ```
@@ -373,7 +373,7 @@ impl TimerReceiver {
     /// # Errors
     ///
     /// Never: the result is a `Result` for the shape of a channel's
-    /// `recv`. On [`never`], or on an [`after`] whose message was taken,
+    /// `recv`. On [`never`](fn@never), or on an [`after`] whose message was taken,
     /// this blocks for ever, as crossbeam's does.
     pub fn recv(&self) -> Result<Instant, RecvError> {
         self.timer.recv(None).map_err(|_| RecvError)
@@ -452,14 +452,14 @@ impl TimerReceiver {
     }
 
     /// Whether a message is due now (the capacity is 1), or, for
-    /// [`never`] (capacity 0), always: crossbeam's answers.
+    /// [`never`](fn@never) (capacity 0), always: crossbeam's answers.
     #[must_use]
     pub fn is_full(&self) -> bool {
         matches!(self.timer.kind, Kind::Never) || self.timer.ready()
     }
 
     /// 1 for [`after`], [`at`] and [`tick`] (at most one message is ever
-    /// due), 0 for [`never`], as crossbeam reports them.
+    /// due), 0 for [`never`](fn@never), as crossbeam reports them.
     #[must_use]
     pub fn capacity(&self) -> usize {
         usize::from(!matches!(self.timer.kind, Kind::Never))
