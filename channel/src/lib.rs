@@ -55,11 +55,13 @@ mod error;
 mod future;
 pub mod hook;
 mod lock;
+pub mod oneshot;
 mod rendezvous;
 mod ring;
 mod select;
 mod spaced;
 mod sync;
+mod timer;
 pub mod updt;
 mod wait_list;
 mod waiting_on;
@@ -72,8 +74,51 @@ pub use future::{RecvFuture, RecvFutureMut, SendFuture, SendFutureMut};
 #[doc(hidden)]
 pub use select::__private;
 pub use select::{
-    ReadyTimeoutError, Select, SelectTimeoutError, SelectedOperation, TryReadyError, TrySelectError,
+    ReadyTimeoutError, Select, SelectRecv, SelectTimeoutError, SelectedOperation, TryReadyError,
+    TrySelectError,
 };
+#[doc(hidden)]
+pub use timer::TimerArm;
+pub use timer::{after, at, never, tick, TimerReceiver};
+
+/// A single-use channel: the [`oneshot::Sender`] sends one value
+/// ([`send(self, v)`](oneshot::Sender::send), which never blocks), the
+/// [`oneshot::Receiver`] receives it
+/// ([`recv(self)`](oneshot::Receiver::recv)). A value sent before the
+/// sender was dropped stays receivable; a sender dropped without sending
+/// makes `recv` fail; a send to a dropped receiver gives the value back.
+///
+/// ```
+/// use swco_channel::{oneshot, RecvError};
+///
+/// let (tx, rx) = oneshot::<String>();
+/// std::thread::spawn(move || tx.send("result".to_string()).unwrap());
+/// assert_eq!(rx.recv().unwrap(), "result");
+///
+/// let (tx, rx) = oneshot::<u8>();
+/// drop(tx);
+/// assert_eq!(rx.recv(), Err(RecvError));
+/// ```
+///
+/// The receiver also works in a [`select!`] `recv` arm, by reference:
+///
+/// ```
+/// use std::time::Duration;
+/// use swco_channel::{after, oneshot, select};
+///
+/// let (tx, rx) = oneshot::<u32>();
+/// tx.send(5).unwrap();
+/// let got = select! {
+///     recv(rx) -> v => v.ok(),
+///     recv(after(Duration::from_secs(60))) -> _ => None,
+/// };
+/// assert_eq!(got, Some(5));
+/// ```
+#[must_use]
+#[track_caller]
+pub fn oneshot<T>() -> (oneshot::Sender<T>, oneshot::Receiver<T>) {
+    oneshot::new()
+}
 
 mod sealed {
     pub trait Sealed {}

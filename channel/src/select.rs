@@ -225,6 +225,12 @@ pub(crate) trait Op {
     /// Drops whatever a selected receive still holds.
     fn discard(&mut self);
 
+    /// When this operation becomes ready by itself, with nobody to wake
+    /// the select (a timer's due time): a blocked select parks no later.
+    fn deadline(&self) -> Option<Instant> {
+        None
+    }
+
     /// Whether the operation is on a zero-capacity channel: a blocked
     /// select then waits for it with a packet in the rendezvous (see
     /// `rendezvous.rs`, invariant 5), so that a peer select, future or
@@ -352,6 +358,18 @@ fn ready_on<T, M: Mode, P: Protocol>(chan: &Chan<T, M, P>, side: Side) -> bool {
         (None, Side::Send) => chan.room_at_tail(),
     };
     peer || chan.peers_gone(side)
+}
+
+impl<T, M: Mode, P: Protocol> Receiver<T, M, P> {
+    /// For the [`select!`](crate::select!) macro: a `recv` arm on this
+    /// receiver (a method, so that the macro takes an endpoint, a
+    /// reference to one, or a timer or oneshot receiver alike).
+    #[doc(hidden)]
+    #[inline]
+    #[must_use]
+    pub fn __select_recv_arm(&self) -> RecvArm<'_, T, M, P> {
+        RecvArm::new(self)
+    }
 }
 
 impl<T, M: Mode, P: Protocol> Op for RecvArm<'_, T, M, P> {
@@ -810,9 +828,58 @@ impl<T, M: Mode, P: Protocol, F: FnOnce() -> T> SendArm<'_, T, M, P, F> {
     }
 }
 
+/// What [`Select::recv`] and [`SelectedOperation::recv`] take: a
+/// channel's [`Receiver`] (any mode and protocol), a
+/// [`TimerReceiver`](crate::TimerReceiver), or a
+/// [`oneshot::Receiver`](crate::oneshot::Receiver). Sealed: implemented
+/// by this crate's receivers only.
+pub trait SelectRecv: recv_op::RecvOp {
+    /// The type of the messages received.
+    type Msg;
+}
+
+/// The sealed half of [`SelectRecv`]: how a receiver becomes a select's
+/// operation.
+pub(crate) mod recv_op {
+    use super::{Op, Probe};
+
+    /// A receive on a receiver, for a [`Select`](super::Select).
+    pub struct Parts<'a> {
+        /// The operation.
+        pub(crate) arm: Box<dyn Op + 'a>,
+        /// Its readiness, for the select's first look.
+        pub(crate) probe: &'a (dyn Probe + 'a),
+    }
+
+    pub trait RecvOp {
+        /// A receive on this receiver.
+        fn parts(&self) -> Parts<'_>;
+        /// The address that names its channel (or timer): what
+        /// [`SelectedOperation::recv`](super::SelectedOperation::recv)
+        /// checks.
+        fn end(&self) -> *const ();
+    }
+}
+
+impl<T, M: Mode, P: Protocol> SelectRecv for Receiver<T, M, P> {
+    type Msg = T;
+}
+
+impl<T, M: Mode, P: Protocol> recv_op::RecvOp for Receiver<T, M, P> {
+    fn parts(&self) -> recv_op::Parts<'_> {
+        recv_op::Parts {
+            arm: Box::new(RecvArm::new(self)),
+            probe: &*self.chan,
+        }
+    }
+    fn end(&self) -> *const () {
+        channel_of(&self.chan)
+    }
+}
+
 /// A borrowed operation, as the macro hands its arms to [`run`].
 #[doc(hidden)]
-pub struct OpRef<'r>(&'r mut (dyn Op + 'r));
+pub struct OpRef<'r>(pub(crate) &'r mut (dyn Op + 'r));
 
 // ---- the driver ------------------------------------------------------------
 
@@ -901,7 +968,7 @@ impl<'a> OpList for [Box<dyn Op + 'a>] {
 /// that the look is one call per operation on a flat list, with one load
 /// fewer before the channel's words (the operation would first load its
 /// channel pointer).
-trait Probe {
+pub(crate) trait Probe {
     /// Whether an operation going `kind` would not block now.
     fn ready(&self, kind: Kind) -> bool;
 }
@@ -1284,9 +1351,18 @@ fn block<L: OpList + ?Sized>(
         // our rendezvous packets: the hand-off stands, as for a plain
         // receive (`rendezvous.rs`); the unwinding goes on at the next
         // blocking operation or suspension.
+        // A timer among the operations wakes the select when it is due:
+        // nobody else would.
+        let due = (0..n)
+            .filter_map(|i| registered.ops.peek(i).and_then(|op| op.deadline()))
+            .min();
+        let wake_at = match (deadline, due) {
+            (Some(deadline), Some(due)) => Some(deadline.min(due)),
+            (deadline, due) => deadline.or(due),
+        };
         let waits = Waits(&*registered.ops);
         let on = WaitingOn::on(&waits);
-        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| park.park_on(deadline, on))) {
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| park.park_on(wake_at, on))) {
             if let Some(token) = registered.token.take() {
                 let served = token.close().err();
                 if let Some(i) = served {
@@ -1684,15 +1760,19 @@ impl<'a> Select<'a> {
     }
 
     /// Adds a receive on `rx`; returns its index. The same receiver may be
-    /// added more than once.
+    /// added more than once. `rx` is a channel's [`Receiver`] of any mode
+    /// and protocol, a [`TimerReceiver`](crate::TimerReceiver) (ready when
+    /// its message is due) or a
+    /// [`oneshot::Receiver`](crate::oneshot::Receiver).
     ///
     /// Allocates once, here: the operation's slot for the message it takes
     /// when selected. On a zero-capacity (rendezvous) channel it is ready
     /// when a sender waits, and a blocked select waits there too, so any
     /// sender (a thread, coroutine, future or another select) can meet it.
-    pub fn recv<T, M: Mode, P: Protocol>(&mut self, rx: &'a Receiver<T, M, P>) -> usize {
-        let end = (channel_of(&rx.chan), Kind::Recv);
-        self.add(Box::new(RecvArm::new(rx)), &*rx.chan, end)
+    pub fn recv<R: SelectRecv + ?Sized>(&mut self, rx: &'a R) -> usize {
+        let end = (rx.end(), Kind::Recv);
+        let parts = rx.parts();
+        self.add(parts.arm, parts.probe, end)
     }
 
     /// Adds a send on `tx`; returns its index. It is selected when the
@@ -1974,25 +2054,27 @@ impl SelectedOperation<'_> {
     /// # Panics
     /// If `rx` is not a receiver of the channel this operation was added
     /// for (the receiver added, or a clone of it, as crossbeam accepts).
-    pub fn recv<T, M: Mode, P: Protocol>(mut self, rx: &Receiver<T, M, P>) -> Result<T, RecvError> {
+    pub fn recv<R: SelectRecv + ?Sized>(mut self, rx: &R) -> Result<R::Msg, RecvError> {
         let (channel, kind) = self.end;
         assert!(
-            kind == Kind::Recv && channel == channel_of(&rx.chan),
+            kind == Kind::Recv && channel == rx.end(),
             "passed a receiver that wasn't selected"
         );
-        // The arm's address, which is its result's (`RecvArm` is `repr(C)`
-        // with `result` first).
-        let stash = (self.op as *mut (dyn Op + '_)).cast::<Option<Result<T, RecvError>>>();
+        // The arm's address, which is its result's (`RecvArm` and
+        // `TimerArm` are `repr(C)` with `result` first).
+        let stash = (self.op as *mut (dyn Op + '_)).cast::<Option<Result<R::Msg, RecvError>>>();
         // SAFETY: the operation is a receive (`Kind::Recv`), so `Select::recv`
-        // made it as a `RecvArm` for a receiver of the channel at `channel`,
-        // which the select borrows (through that receiver) for its whole
-        // life, and whose first field (at `stash`) is its
-        // `Option<Result<T', RecvError>>` slot, `T'` being that channel's
-        // message type. `rx`'s channel is a live channel at the same
-        // address; two live channels cannot share an address (neither is
-        // zero-sized nor contains the other), so it is that channel and `T`
-        // is `T'`. `self.op` is borrowed mutably, so nothing else touches
-        // the slot.
+        // made it (`RecvOp::arm`) for a receiver whose `end` is `channel`:
+        // a `RecvArm` if that is the address of a channel, a `TimerArm` if
+        // it is that of a timer. The select borrows that receiver (so the
+        // channel or timer) for its whole life, and the arm's first field
+        // (at `stash`) is its `Option<Result<M', RecvError>>` slot, `M'`
+        // being the message type of that channel (of a timer, `Instant`).
+        // `rx`'s end is a live channel or timer at the same address; two
+        // live channels or timers cannot share an address (none is
+        // zero-sized nor contains another), so it is that same one, and
+        // `R::Msg` is `M'`. `self.op` is borrowed mutably, so nothing else
+        // touches the slot.
         let outcome = unsafe { (*stash).take() };
         self.done = true;
         outcome.expect("a selected receive holds its outcome")
@@ -2247,7 +2329,7 @@ macro_rules! __select_internal {
     // own hygiene, so the `__arm` of each step is a different variable) ----
     (@bind $b:tt [$($done:tt)*] [(recv ($r:expr) $p:tt $body:tt) $($rest:tt)*] $d:tt) => {
         $crate::__select_internal!(@bind $b
-            [$($done)* (__arm [$crate::__private::RecvArm::new(&$r)] $p $body)]
+            [$($done)* (__arm [$r.__select_recv_arm()] $p $body)]
             [$($rest)*] $d)
     };
     (@bind $b:tt [$($done:tt)*] [(send ($s:expr) ($m:expr) $p:tt $body:tt) $($rest:tt)*] $d:tt) => {
