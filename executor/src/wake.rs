@@ -13,6 +13,15 @@
 //! * A notification that arrives while the coroutine is still running (it has
 //!   registered its waker but not suspended yet) leaves `NOTIFIED` behind, and
 //!   the next `prepare_park` returns `false` instead of suspending.
+//! * Every notification writes the state, even one that finds `NOTIFIED`
+//!   already there, and the coroutine consumes a pending notification with
+//!   a read-modify-write (a swap). So whichever notification it consumes,
+//!   it has read the latest one, and the re-check it makes next sees that
+//!   notifier's change. (A notifier that left a pending `NOTIFIED` alone,
+//!   or a consumption by plain store, loses a wake on any machine that lets
+//!   a store wait behind a later load, x86 included: the notifier reads the
+//!   stale `NOTIFIED` while the coroutine, having consumed it, re-checks
+//!   before the notifier's change is visible, and parks for good.)
 //!
 //! The module only uses the crate's `sync` shim, so it compiles under
 //! `--cfg loom` and can be model-checked with loom threads.
@@ -58,10 +67,15 @@ impl WakeState {
             Ok(_) => true,
             Err(seen) => {
                 debug_assert_eq!(seen, NOTIFIED, "a coroutine parked twice");
-                // Relaxed: only notifiers race with us, and they treat
-                // NOTIFIED and RUNNING alike except for setting NOTIFIED, which
-                // this park already honours by returning.
-                self.0.store(RUNNING, Ordering::Relaxed);
+                // A swap, not a store, and Acquire: the pending wake may have
+                // been renewed since the compare-exchange read it (a notifier
+                // that finds NOTIFIED writes it again, with its change). The
+                // swap reads the latest write, so the re-check that follows
+                // sees every change whose wake it consumes. A plain store
+                // could consume a renewal it never read: the notifier then
+                // relies on a re-check that misses its change (invariant 4).
+                let consumed = self.0.swap(RUNNING, Ordering::Acquire);
+                debug_assert_eq!(consumed, NOTIFIED, "only notifiers race with a park");
                 false
             }
         }
@@ -74,10 +88,17 @@ impl WakeState {
         // Relaxed first read: the CAS below is what synchronises.
         let mut seen = self.0.load(Ordering::Relaxed);
         loop {
+            // A wake already pending is written again, not left alone: the
+            // coroutine that consumes it must also see this notifier's
+            // change, and only a write in the state's modification order
+            // (Release, read by the consumer's Acquire swap) carries it.
+            // Leaving it alone, the load above may read a NOTIFIED that the
+            // coroutine has already consumed, while its re-check misses our
+            // change: it parks and nobody wakes it (invariant 4).
             let next = match seen {
                 WAITING => RUNNING,
-                RUNNING => NOTIFIED,
-                _ => return false, // already NOTIFIED: one pending wake is enough
+                RUNNING | NOTIFIED => NOTIFIED,
+                _ => unreachable!("a wake state is RUNNING, NOTIFIED or WAITING"),
             };
             // AcqRel: Release hands the waker's prior writes (the channel
             // state it changed) to the woken coroutine; Acquire pairs with the

@@ -42,6 +42,50 @@ fn executor_wake_racing_with_park_is_not_lost() {
     });
 }
 
+/// A wake that finds an earlier wake still pending (a stale registration
+/// fired while the coroutine ran) must still hand its change over: the
+/// coroutine consumes the pending wake, re-checks, and either sees the
+/// change or is scheduled by this waker. Without a read-modify-write on
+/// both sides (the waker's `NOTIFIED -> NOTIFIED`, the coroutine's
+/// `NOTIFIED -> RUNNING`), the waker's look can miss the coroutine's
+/// consumption while the coroutine's re-check misses the change: it parks
+/// with nobody to wake it (the rendezvous stress's hang).
+#[test]
+fn executor_wake_on_a_pending_wake_is_not_lost() {
+    loom::model(|| {
+        let state = Arc::new(WakeState::new());
+        // The stale wake, pending.
+        assert!(!state.notify());
+        let ready = Arc::new(AtomicBool::new(false));
+        let scheduled = Arc::new(AtomicBool::new(false));
+        let waker = {
+            let (state, ready, scheduled) = (state.clone(), ready.clone(), scheduled.clone());
+            thread::spawn(move || {
+                // The peer's change (a packet filled, a message sent), then
+                // its wake.
+                ready.store(true, Ordering::Release);
+                if state.notify() {
+                    scheduled.store(true, Ordering::Relaxed);
+                }
+            })
+        };
+        // The coroutine's wait loop: re-check, then park.
+        let parked = loop {
+            if ready.load(Ordering::Acquire) {
+                break false;
+            }
+            if state.prepare_park() {
+                break true;
+            }
+        };
+        waker.join().unwrap();
+        assert!(
+            !parked || scheduled.load(Ordering::Relaxed),
+            "parked with the change made and nobody scheduling it"
+        );
+    });
+}
+
 /// Two wakers and the deadline timer race for one parked coroutine: exactly
 /// one of them schedules it.
 #[test]
