@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use swco::channel::{mpmc, spsc, Cas, Protocol, Updt};
 use swco::Runtime;
+use swco_test_support::DropCounter as Counted;
 
 fn ping_pong_on_one_executor<P: Protocol>() {
     const ROUNDS: u64 = 10_000;
@@ -90,13 +91,6 @@ fn many_to_many<P: Protocol>() {
 fn rendezvous_many_coroutines_and_a_thread_exactly_once() {
     many_to_many::<Cas>();
     many_to_many::<Updt>();
-}
-
-struct Counted(Arc<AtomicUsize>);
-impl Drop for Counted {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
 }
 
 /// Coroutines blocked in a rendezvous send (holding their message) and in

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use swco::channel::{mpmc, mpsc, spsc, Cas, Protocol, Select, Updt};
 use swco::{select, JoinHandle, Runtime};
+use swco_test_support::cas_and_updt;
 
 /// How long a test waits for something that should happen promptly before
 /// calling it hung.
@@ -17,22 +18,6 @@ const HANG_GUARD: Duration = Duration::from_secs(20);
 
 fn runtime(executors: usize) -> Runtime {
     Runtime::builder().executors(executors).build().unwrap()
-}
-
-/// Two tests of `$body`, one per protocol: `$cas` with `Cas`, `$updt` with
-/// `Updt` (and the same arguments).
-macro_rules! cas_and_updt {
-    ($body:ident($($arg:expr),*): $cas:ident, $updt:ident) => {
-        #[test]
-        fn $cas() {
-            $body::<Cas>($($arg),*);
-        }
-
-        #[test]
-        fn $updt() {
-            $body::<Updt>($($arg),*);
-        }
-    };
 }
 
 /// One executor: coroutine A blocks in a select over two empty channels;

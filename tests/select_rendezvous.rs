@@ -22,50 +22,31 @@
 //!
 //! A lost wake-up or a spinning coroutine would hang, so each test runs in
 //! a child process (this binary, re-executed, with a hang guard:
-//! `executor/tests/common`). Nothing asserts on how long anything took.
+//! `swco_test_support::in_child_process`). Nothing asserts on how long anything took.
 
 #[path = "../channel/tests/common/mod.rs"]
 mod chan_common;
-#[path = "../executor/tests/common/mod.rs"]
-mod common;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use chan_common::{Census, Counted};
-use common::in_child_process;
 use swco::channel::{
     bounded_in, mpmc, Cas, Mode, Mpmc, Protocol, Receiver, RecvError, RecvTimeoutError, Select,
     SendError, Sender, Spsc, TryRecvError, Updt,
 };
 use swco::{select, JoinHandle, Runtime};
+use swco_test_support::cas_and_updt;
 
-/// Two tests of each `$body`, one per protocol, each in a child process,
-/// running the scenario on a runtime of one executor and then of two.
-macro_rules! cas_and_updt {
-    ($($body:ident: $cas:ident, $updt:ident;)*) => {$(
-        #[test]
-        fn $cas() {
-            in_child_process(stringify!($cas), || {
-                for executors in [1, 2] {
-                    // Says which runtime a hang was on.
-                    eprintln!("{} executor(s)", executors);
-                    $body::<Cas>(executors);
-                }
-            });
-        }
-
-        #[test]
-        fn $updt() {
-            in_child_process(stringify!($updt), || {
-                for executors in [1, 2] {
-                    eprintln!("{} executor(s)", executors);
-                    $body::<Updt>(executors);
-                }
-            });
-        }
-    )*};
+/// Runs a scenario on a runtime of one executor and then of two: the
+/// `each` of this file's `cas_and_updt!` tests, each in a child process.
+fn on_one_and_two(scenario: impl Fn(usize)) {
+    for executors in [1, 2] {
+        // Says which runtime a hang was on.
+        eprintln!("{} executor(s)", executors);
+        scenario(executors);
+    }
 }
 
 // ---- helpers ---------------------------------------------------------------
@@ -307,6 +288,7 @@ fn seen_by_recv_timeout<P: Protocol>(executors: usize) {
 }
 
 cas_and_updt! {
+    in_child_process, each(on_one_and_two);
     seen_by_try_recv:
         blocked_select_send_meets_try_recv_cas,
         blocked_select_send_meets_try_recv_updt;
@@ -392,6 +374,7 @@ fn ready_polling_meets_blocked_select_sends<P: Protocol>(executors: usize) {
 }
 
 cas_and_updt! {
+    in_child_process, each(on_one_and_two);
     ready_polling_meets_blocked_select_sends:
         ready_polling_meets_blocked_select_sends_cas,
         ready_polling_meets_blocked_select_sends_updt;
@@ -457,6 +440,7 @@ fn self_select_never_meets_itself<P: Protocol>(executors: usize) {
 }
 
 cas_and_updt! {
+    in_child_process, each(on_one_and_two);
     self_select_never_meets_itself:
         self_select_never_meets_itself_cas,
         self_select_never_meets_itself_updt;
@@ -511,6 +495,7 @@ fn lone_self_select_suspends_until_its_timeout<P: Protocol>(executors: usize) {
 }
 
 cas_and_updt! {
+    in_child_process, each(on_one_and_two);
     lone_self_select_suspends_until_its_timeout:
         lone_self_select_suspends_until_its_timeout_cas,
         lone_self_select_suspends_until_its_timeout_updt;
@@ -576,6 +561,7 @@ fn both_ends_select_meets_a_plain_send<P: Protocol>(executors: usize) {
 }
 
 cas_and_updt! {
+    in_child_process, each(on_one_and_two);
     both_ends_select_meets_a_plain_recv:
         both_ends_select_meets_a_plain_recv_cas,
         both_ends_select_meets_a_plain_recv_updt;
@@ -632,6 +618,7 @@ fn recv_in_send<P: Protocol>(executors: usize) {
 }
 
 cas_and_updt! {
+    in_child_process, each(on_one_and_two);
     recv_in_send: recv_in_send_completes_cas, recv_in_send_completes_updt;
 }
 
@@ -735,6 +722,7 @@ fn matching_with_leftover_receiver<P: Protocol>(executors: usize) {
 }
 
 cas_and_updt! {
+    in_child_process, each(on_one_and_two);
     matching_even: matching_selects_all_complete_cas, matching_selects_all_complete_updt;
     matching_with_leftover_sender:
         matching_with_leftover_sender_cas,
@@ -826,6 +814,7 @@ fn dropped_selected_send_releases_its_receiver<P: Protocol>(executors: usize) {
 }
 
 cas_and_updt! {
+    in_child_process, each(on_one_and_two);
     dropped_selected_send_releases_its_receiver:
         dropped_selected_send_releases_its_receiver_cas,
         dropped_selected_send_releases_its_receiver_updt;
@@ -895,6 +884,7 @@ fn reserved_receiver_may_time_out<P: Protocol>(executors: usize) {
 }
 
 cas_and_updt! {
+    in_child_process, each(on_one_and_two);
     reserved_receiver_may_time_out:
         reserved_receiver_times_out_without_losing_the_message_cas,
         reserved_receiver_times_out_without_losing_the_message_updt;

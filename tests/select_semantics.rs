@@ -8,12 +8,10 @@
 //!   exits, works (parks the OS thread) instead of aborting the process.
 //!
 //! The tests that block run in a child process (this binary, re-executed,
-//! with a hang guard: `executor/tests/common`).
+//! with a hang guard: `swco_test_support::in_child_process`).
 
 #[path = "../channel/tests/common/mod.rs"]
 mod chan_common;
-#[path = "../executor/tests/common/mod.rs"]
-mod common;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -23,10 +21,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use chan_common::{Panic, TestPark};
-use common::in_child_process;
 use swco::channel::hook::{self, Park};
 use swco::channel::{mpmc, spsc, Cas, Protocol, RecvTimeoutError, Select, SendTimeoutError, Updt};
 use swco::{select, Runtime};
+use swco_test_support::{in_child_process, CHILD_HANG_GUARD};
 
 /// Rounds per test, as in Go's `TestSelectFairness`.
 const TRIALS: usize = 10_000;
@@ -288,7 +286,7 @@ fn wait_until_sleeping(tid: Option<String>) {
             .rsplit(')')
             .next()
             .and_then(|s| s.split_whitespace().next());
-        if state == Some("S") || start.elapsed() > common::CHILD_HANG_GUARD / 4 {
+        if state == Some("S") || start.elapsed() > CHILD_HANG_GUARD / 4 {
             return;
         }
         thread::yield_now();

@@ -174,7 +174,8 @@ pub trait Mode: sealed::Sealed + Send + Sync + 'static {
     /// Where blocked receivers wait, likewise.
     #[doc(hidden)]
     type RxWait<P: Protocol>: wait_list::Waiters;
-    /// `Cell<()>` for a single side, so its endpoint is `Send` but not `Sync`.
+    /// [`NotSyncEndpoint`] for a single side, so its endpoint is `Send` but
+    /// not `Sync`.
     #[doc(hidden)]
     type TxShare: Send;
     #[doc(hidden)]
@@ -188,7 +189,15 @@ pub trait ManyProducers: Mode {}
 /// Modes whose `Receiver` is `Clone`: [`Spmc`], [`Mpmc`].
 pub trait ManyConsumers: Mode {}
 
-type Lone = std::cell::Cell<()>;
+/// The marker of an endpoint alone on its side (an `spsc` endpoint, an
+/// `spmc` sender, an `mpsc` receiver): such an endpoint is `Send` but not
+/// `Sync`, because that side claims slots without synchronisation, for one
+/// user at a time. A compiler error that names this type is about sharing
+/// such an endpoint between threads (an `Arc` of it, a `&` in a scoped
+/// thread): move it instead, or use a mode whose side has many endpoints.
+pub struct NotSyncEndpoint(std::marker::PhantomData<std::cell::Cell<()>>);
+
+type Lone = NotSyncEndpoint;
 
 macro_rules! mode {
     (

@@ -1515,9 +1515,8 @@ pub fn run(ops: &mut [OpRef<'_>], wait: Wait, biased: bool) -> Option<usize> {
 /// The macro's first try, made before [`run`] with each arm's own methods
 /// rather than through `&mut dyn Op`: the arms' readiness probes and the
 /// one try that follows are then inlined at the call site, with no call
-/// through a vtable (on a host that runs a plain `recv` at about five
-/// instructions per cycle, those calls cost a select as much as the
-/// receive itself). It makes the same pick as [`look`]: a ready arm chosen
+/// through a vtable (a plain `recv` is short enough that indirect calls
+/// per arm would cost a select as much as the receive itself). It makes the same pick as [`look`]: a ready arm chosen
 /// uniformly at random, or, made [`biased`](FirstTry::biased), the first
 /// ready arm. The expansion probes every arm in order
 /// ([`probe`](FirstTry::probe)), asks for the pick

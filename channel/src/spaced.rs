@@ -6,9 +6,9 @@
 //! one would evict the others. crossbeam's `CachePadded` keeps them apart
 //! by aligning each to 128 bytes, which makes the whole `Chan` 128-aligned,
 //! and an over-aligned `Arc<Chan>` is allocated with `posix_memalign`. With
-//! glibc that costs two to three times a `malloc` and splits free chunks
-//! (in the daisy-chain benchmark, 614 instructions per channel against
-//! about 290 for a `malloc`), and every channel pays it once.
+//! glibc that costs two to three times a `malloc` and splits free chunks,
+//! and every channel pays it once (the daisy-chain benchmark, which makes
+//! a channel per hop, shows it).
 //!
 //! [`Spaced`] keeps the same distance without the alignment: its value is
 //! followed by [`GAP`] bytes that are never written, so two `Spaced` values

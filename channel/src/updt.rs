@@ -71,10 +71,10 @@
 //! A claimant that loses its first try does not fight for the claim: it
 //! publishes its request in a record of its own and waits there, and
 //! whoever holds the claim next hands out positions to every published
-//! request in one pass (`claim/combine.rs`). Measured (`table1`, `updt`
-//! `spread`, 32 executor threads on 2 cores), this took the per-producer
-//! time per send at n = 32 from 505-670 ns to 48-77 ns and the on-CPU
-//! time from 31-44 ns to 22-25 ns, against backing off and yielding.
+//! request in one pass (`claim/combine.rs`). Against backing off and
+//! yielding, this cuts a contended send's time by an order of magnitude
+//! when there are more claimants than cores: a loser no longer needs a
+//! core to retry, only to be served (`bench/README.md` has the figures).
 //!
 //! Loads and adds are `SeqCst`: on x86 and Arm a `SeqCst` load costs what an
 //! `Acquire` load does and the add is the same locked instruction either way,

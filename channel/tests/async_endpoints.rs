@@ -23,6 +23,7 @@ use swco_channel::{
     RecvError, RecvFuture, RecvFutureMut, SendFuture, SendFutureMut, Sender, Spmc, Spsc,
     TryRecvError, Updt,
 };
+use swco_test_support::mode_tests;
 
 // ---- harness -----------------------------------------------------------------
 
@@ -277,49 +278,37 @@ fn async_exchange<M: Fan, P: Protocol>(np: usize, nc: usize, per: u64) {
     assert_eq!(census.made(), census.dropped(), "a message leaked");
 }
 
-macro_rules! per_mode {
-    ($test:ident, $body:ident, $($name:ident: $m:ty, $p:ty, ($($arg:expr),*);)*) => {
-        mod $test {
-            use super::*;
-            $(
-                #[test]
-                fn $name() {
-                    $body::<$m, $p>($($arg),*);
-                }
-            )*
+/// [`mode_tests!`] over all four modes and both protocols, for a body that
+/// takes no arguments.
+macro_rules! every_mode {
+    ($test:ident, $body:ident) => {
+        mode_tests! {
+            mod $test;
+            spsc_cas: $body::<Spsc, Cas>(); spsc_updt: $body::<Spsc, Updt>();
+            spmc_cas: $body::<Spmc, Cas>(); spmc_updt: $body::<Spmc, Updt>();
+            mpsc_cas: $body::<Mpsc, Cas>(); mpsc_updt: $body::<Mpsc, Updt>();
+            mpmc_cas: $body::<Mpmc, Cas>(); mpmc_updt: $body::<Mpmc, Updt>();
         }
     };
 }
 
-/// [`per_mode!`] over all four modes and both protocols, for a body that
-/// takes no arguments.
-macro_rules! every_mode {
-    ($test:ident, $body:ident) => {
-        per_mode!($test, $body,
-            spsc_cas: Spsc, Cas, (); spsc_updt: Spsc, Updt, ();
-            spmc_cas: Spmc, Cas, (); spmc_updt: Spmc, Updt, ();
-            mpsc_cas: Mpsc, Cas, (); mpsc_updt: Mpsc, Updt, ();
-            mpmc_cas: Mpmc, Cas, (); mpmc_updt: Mpmc, Updt, ();
-        );
-    };
-}
-
-/// [`per_mode!`] over all four modes and both protocols, for a body taking
+/// [`mode_tests!`] over all four modes and both protocols, for a body taking
 /// `(producers, consumers, per)`: one or three on each side as the mode
 /// allows, `$single` messages per producer where there is one producer and
 /// `$multi` where there are three.
 macro_rules! every_mode_fanned {
     ($test:ident, $body:ident, $single:expr, $multi:expr) => {
-        per_mode!($test, $body,
-            spsc_cas: Spsc, Cas, (1, 1, $single);
-            spsc_updt: Spsc, Updt, (1, 1, $single);
-            spmc_cas: Spmc, Cas, (1, 3, $single);
-            spmc_updt: Spmc, Updt, (1, 3, $single);
-            mpsc_cas: Mpsc, Cas, (3, 1, $multi);
-            mpsc_updt: Mpsc, Updt, (3, 1, $multi);
-            mpmc_cas: Mpmc, Cas, (3, 3, $multi);
-            mpmc_updt: Mpmc, Updt, (3, 3, $multi);
-        );
+        mode_tests! {
+            mod $test;
+            spsc_cas: $body::<Spsc, Cas>(1, 1, $single);
+            spsc_updt: $body::<Spsc, Updt>(1, 1, $single);
+            spmc_cas: $body::<Spmc, Cas>(1, 3, $single);
+            spmc_updt: $body::<Spmc, Updt>(1, 3, $single);
+            mpsc_cas: $body::<Mpsc, Cas>(3, 1, $multi);
+            mpsc_updt: $body::<Mpsc, Updt>(3, 1, $multi);
+            mpmc_cas: $body::<Mpmc, Cas>(3, 3, $multi);
+            mpmc_updt: $body::<Mpmc, Updt>(3, 3, $multi);
+        }
     };
 }
 
@@ -706,15 +695,21 @@ fn chosen_send_future_hands_on<M: ManyProducers, P: Protocol>() {
     assert_eq!((census.made(), census.dropped()), (3, 3));
 }
 
-per_mode!(chosen_recv_future_hands_on_, chosen_recv_future_hands_on,
-    spmc_cas: Spmc, Cas, (); spmc_updt: Spmc, Updt, ();
-    mpmc_cas: Mpmc, Cas, (); mpmc_updt: Mpmc, Updt, ();
-);
+mode_tests! {
+    mod chosen_recv_future_hands_on_;
+    spmc_cas: chosen_recv_future_hands_on::<Spmc, Cas>();
+    spmc_updt: chosen_recv_future_hands_on::<Spmc, Updt>();
+    mpmc_cas: chosen_recv_future_hands_on::<Mpmc, Cas>();
+    mpmc_updt: chosen_recv_future_hands_on::<Mpmc, Updt>();
+}
 
-per_mode!(chosen_send_future_hands_on_, chosen_send_future_hands_on,
-    mpsc_cas: Mpsc, Cas, (); mpsc_updt: Mpsc, Updt, ();
-    mpmc_cas: Mpmc, Cas, (); mpmc_updt: Mpmc, Updt, ();
-);
+mode_tests! {
+    mod chosen_send_future_hands_on_;
+    mpsc_cas: chosen_send_future_hands_on::<Mpsc, Cas>();
+    mpsc_updt: chosen_send_future_hands_on::<Mpsc, Updt>();
+    mpmc_cas: chosen_send_future_hands_on::<Mpmc, Cas>();
+    mpmc_updt: chosen_send_future_hands_on::<Mpmc, Updt>();
+}
 
 /// Receive futures cancelled over and over (polled once and dropped, or
 /// losing a `select!` against a short timer) while producer threads send
@@ -854,16 +849,17 @@ fn cancelled_sends_race_recvs<M: Fan, P: Protocol>(nc: usize, per: u64) {
     assert_eq!(census.made(), census.dropped(), "a message leaked");
 }
 
-per_mode!(cancelled_sends_race_recvs_, cancelled_sends_race_recvs,
-    spsc_cas: Spsc, Cas, (1, 2000);
-    spsc_updt: Spsc, Updt, (1, 2000);
-    spmc_cas: Spmc, Cas, (3, 2000);
-    spmc_updt: Spmc, Updt, (3, 2000);
-    mpsc_cas: Mpsc, Cas, (1, 2000);
-    mpsc_updt: Mpsc, Updt, (1, 2000);
-    mpmc_cas: Mpmc, Cas, (3, 2000);
-    mpmc_updt: Mpmc, Updt, (3, 2000);
-);
+mode_tests! {
+    mod cancelled_sends_race_recvs_;
+    spsc_cas: cancelled_sends_race_recvs::<Spsc, Cas>(1, 2000);
+    spsc_updt: cancelled_sends_race_recvs::<Spsc, Updt>(1, 2000);
+    spmc_cas: cancelled_sends_race_recvs::<Spmc, Cas>(3, 2000);
+    spmc_updt: cancelled_sends_race_recvs::<Spmc, Updt>(3, 2000);
+    mpsc_cas: cancelled_sends_race_recvs::<Mpsc, Cas>(1, 2000);
+    mpsc_updt: cancelled_sends_race_recvs::<Mpsc, Updt>(1, 2000);
+    mpmc_cas: cancelled_sends_race_recvs::<Mpmc, Cas>(3, 2000);
+    mpmc_updt: cancelled_sends_race_recvs::<Mpmc, Updt>(3, 2000);
+}
 
 // ---- an endpoint shared by several futures of one thread -------------------------
 
@@ -1163,26 +1159,29 @@ fn rendezvous_cancelled_recvs<M: Fan, P: Protocol>(np: usize, nc: usize, per: u6
 
 every_mode_fanned!(exchange_rendezvous, rendezvous_exchange, 1000, 500);
 
-per_mode!(async_to_threads_rendezvous, rendezvous_async_to_threads,
-    mpmc_cas: Mpmc, Cas, (3, 2, 500);
-    mpmc_updt: Mpmc, Updt, (3, 2, 500);
-    spsc_cas: Spsc, Cas, (1, 1, 1000);
-    spsc_updt: Spsc, Updt, (1, 1, 1000);
-);
+mode_tests! {
+    mod async_to_threads_rendezvous;
+    mpmc_cas: rendezvous_async_to_threads::<Mpmc, Cas>(3, 2, 500);
+    mpmc_updt: rendezvous_async_to_threads::<Mpmc, Updt>(3, 2, 500);
+    spsc_cas: rendezvous_async_to_threads::<Spsc, Cas>(1, 1, 1000);
+    spsc_updt: rendezvous_async_to_threads::<Spsc, Updt>(1, 1, 1000);
+}
 
-per_mode!(threads_to_async_rendezvous, rendezvous_threads_to_async,
-    mpmc_cas: Mpmc, Cas, (2, 3, 500);
-    mpmc_updt: Mpmc, Updt, (2, 3, 500);
-    spsc_cas: Spsc, Cas, (1, 1, 1000);
-    spsc_updt: Spsc, Updt, (1, 1, 1000);
-);
+mode_tests! {
+    mod threads_to_async_rendezvous;
+    mpmc_cas: rendezvous_threads_to_async::<Mpmc, Cas>(2, 3, 500);
+    mpmc_updt: rendezvous_threads_to_async::<Mpmc, Updt>(2, 3, 500);
+    spsc_cas: rendezvous_threads_to_async::<Spsc, Cas>(1, 1, 1000);
+    spsc_updt: rendezvous_threads_to_async::<Spsc, Updt>(1, 1, 1000);
+}
 
-per_mode!(cancelled_recvs_rendezvous, rendezvous_cancelled_recvs,
-    spsc_cas: Spsc, Cas, (1, 1, 1000);
-    spsc_updt: Spsc, Updt, (1, 1, 1000);
-    mpmc_cas: Mpmc, Cas, (3, 3, 300);
-    mpmc_updt: Mpmc, Updt, (3, 3, 300);
-);
+mode_tests! {
+    mod cancelled_recvs_rendezvous;
+    spsc_cas: rendezvous_cancelled_recvs::<Spsc, Cas>(1, 1, 1000);
+    spsc_updt: rendezvous_cancelled_recvs::<Spsc, Updt>(1, 1, 1000);
+    mpmc_cas: rendezvous_cancelled_recvs::<Mpmc, Cas>(3, 3, 300);
+    mpmc_updt: rendezvous_cancelled_recvs::<Mpmc, Updt>(3, 3, 300);
+}
 
 /// A send future dropped while pending on a rendezvous takes its message
 /// back (dropped with the future) unless a receiver took it first: here

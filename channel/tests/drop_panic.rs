@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use common::{Census, Counted};
 use swco_channel::{bounded_in, Cas, Mode, Mpmc, Mpsc, Protocol, Spmc, Spsc, Updt};
+use swco_test_support::mode_tests;
 
 /// A counted message whose drop panics if `explode` is set. Its `Counted`
 /// field is still dropped (and counted) when its own `drop` panics.
@@ -62,24 +63,13 @@ fn last_receiver_drains_past_a_panicking_drop<M: Mode, P: Protocol>() {
     assert_eq!(census.dropped(), 5);
 }
 
-macro_rules! drop_panic_tests {
-    ($($name:ident: <$mode:ty, $proto:ty>;)*) => {
-        $(
-            #[test]
-            fn $name() {
-                last_receiver_drains_past_a_panicking_drop::<$mode, $proto>();
-            }
-        )*
-    };
-}
-
-drop_panic_tests! {
-    spsc_cas_drain_continues_past_a_panicking_drop: <Spsc, Cas>;
-    spsc_updt_drain_continues_past_a_panicking_drop: <Spsc, Updt>;
-    spmc_cas_drain_continues_past_a_panicking_drop: <Spmc, Cas>;
-    spmc_updt_drain_continues_past_a_panicking_drop: <Spmc, Updt>;
-    mpsc_cas_drain_continues_past_a_panicking_drop: <Mpsc, Cas>;
-    mpsc_updt_drain_continues_past_a_panicking_drop: <Mpsc, Updt>;
-    mpmc_cas_drain_continues_past_a_panicking_drop: <Mpmc, Cas>;
-    mpmc_updt_drain_continues_past_a_panicking_drop: <Mpmc, Updt>;
+mode_tests! {
+    spsc_cas_drain_continues_past_a_panicking_drop: last_receiver_drains_past_a_panicking_drop::<Spsc, Cas>();
+    spsc_updt_drain_continues_past_a_panicking_drop: last_receiver_drains_past_a_panicking_drop::<Spsc, Updt>();
+    spmc_cas_drain_continues_past_a_panicking_drop: last_receiver_drains_past_a_panicking_drop::<Spmc, Cas>();
+    spmc_updt_drain_continues_past_a_panicking_drop: last_receiver_drains_past_a_panicking_drop::<Spmc, Updt>();
+    mpsc_cas_drain_continues_past_a_panicking_drop: last_receiver_drains_past_a_panicking_drop::<Mpsc, Cas>();
+    mpsc_updt_drain_continues_past_a_panicking_drop: last_receiver_drains_past_a_panicking_drop::<Mpsc, Updt>();
+    mpmc_cas_drain_continues_past_a_panicking_drop: last_receiver_drains_past_a_panicking_drop::<Mpmc, Cas>();
+    mpmc_updt_drain_continues_past_a_panicking_drop: last_receiver_drains_past_a_panicking_drop::<Mpmc, Updt>();
 }

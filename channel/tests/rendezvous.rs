@@ -17,6 +17,7 @@ use swco_channel::{
     bounded_in, Cas, Mode, Mpmc, Mpsc, Protocol, RecvTimeoutError, SendTimeoutError, Spmc, Spsc,
     TryRecvError, TrySendError, Updt,
 };
+use swco_test_support::mode_tests;
 
 /// Spins (yielding) until `f` holds, or fails after the hang guard.
 fn eventually(what: &str, mut f: impl FnMut() -> bool) {
@@ -137,27 +138,23 @@ fn disconnection_wakes_the_blocked_side<M: Mode, P: Protocol>() {
     assert_eq!(census.dropped(), census.made());
 }
 
-macro_rules! rendezvous_tests {
-    ($($name:ident: $mode:ty, $proto:ty;)*) => {$(
-        #[test]
-        fn $name() {
-            shape::<$mode, $proto>();
-            send_waits_for_the_receiver::<$mode, $proto>();
-            try_send_reaches_a_waiting_receiver::<$mode, $proto>();
-            try_recv_takes_from_a_waiting_sender::<$mode, $proto>();
-            timeouts_leave_nothing_behind::<$mode, $proto>();
-            disconnection_wakes_the_blocked_side::<$mode, $proto>();
-        }
-    )*};
+/// Every rendezvous scenario above, on one mode and protocol.
+fn rendezvous<M: Mode, P: Protocol>() {
+    shape::<M, P>();
+    send_waits_for_the_receiver::<M, P>();
+    try_send_reaches_a_waiting_receiver::<M, P>();
+    try_recv_takes_from_a_waiting_sender::<M, P>();
+    timeouts_leave_nothing_behind::<M, P>();
+    disconnection_wakes_the_blocked_side::<M, P>();
 }
 
-rendezvous_tests! {
-    cas_spsc_rendezvous: Spsc, Cas;
-    updt_spsc_rendezvous: Spsc, Updt;
-    cas_spmc_rendezvous: Spmc, Cas;
-    updt_spmc_rendezvous: Spmc, Updt;
-    cas_mpsc_rendezvous: Mpsc, Cas;
-    updt_mpsc_rendezvous: Mpsc, Updt;
-    cas_mpmc_rendezvous: Mpmc, Cas;
-    updt_mpmc_rendezvous: Mpmc, Updt;
+mode_tests! {
+    cas_spsc_rendezvous: rendezvous::<Spsc, Cas>();
+    updt_spsc_rendezvous: rendezvous::<Spsc, Updt>();
+    cas_spmc_rendezvous: rendezvous::<Spmc, Cas>();
+    updt_spmc_rendezvous: rendezvous::<Spmc, Updt>();
+    cas_mpsc_rendezvous: rendezvous::<Mpsc, Cas>();
+    updt_mpsc_rendezvous: rendezvous::<Mpsc, Updt>();
+    cas_mpmc_rendezvous: rendezvous::<Mpmc, Cas>();
+    updt_mpmc_rendezvous: rendezvous::<Mpmc, Updt>();
 }

@@ -17,6 +17,7 @@ use swco_channel::{
     RecvError, Select, SelectTimeoutError, SendError, TryReadyError, TrySelectError, TrySendError,
     Updt,
 };
+use swco_test_support::cas_and_updt;
 
 /// Runs `f` on its own thread and fails the test if it takes longer than
 /// [`HANG_GUARD`] (a lost wake-up would otherwise hang the suite).
@@ -38,22 +39,6 @@ fn within<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
         }
         Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("hung (lost wake-up?)"),
     }
-}
-
-/// Two tests of `$body`, one per protocol: `$cas` with `Cas`, `$updt` with
-/// `Updt` (and the same arguments).
-macro_rules! cas_and_updt {
-    ($body:ident($($arg:expr),*): $cas:ident, $updt:ident) => {
-        #[test]
-        fn $cas() {
-            $body::<Cas>($($arg),*);
-        }
-
-        #[test]
-        fn $updt() {
-            $body::<Updt>($($arg),*);
-        }
-    };
 }
 
 /// Receives once from `rx1` or `rx2` (which may be the same endpoint), with

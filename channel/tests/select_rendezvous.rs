@@ -21,100 +21,23 @@
 //! The coroutine versions are in the root crate's
 //! `tests/select_rendezvous.rs`. A lost wake-up, a select meeting nobody or
 //! a lost reservation would hang, so each test runs in a child process (this
-//! binary, re-executed) that is killed after a hang guard; nothing asserts
-//! on how long anything took.
+//! binary, re-executed) that is killed after a hang guard
+//! (`swco_test_support::in_child_process`); nothing asserts on how long
+//! anything took.
 
 mod common;
 
-use std::io::Read;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-use std::process::{Command, Stdio};
 use std::rc::Rc;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{Census, Counted, Panic, TestPark};
 use swco_channel::{
     bounded_in, hook, mpmc, select, Cas, Mode, Mpmc, Protocol, Receiver, RecvError,
     RecvTimeoutError, Select, SendError, Sender, Spsc, TryRecvError, Updt,
 };
-
-// ---- running a test in a child process -------------------------------------
-
-/// Set in the child process: there the test runs its body.
-const CHILD_ENV: &str = "SWCO_TEST_CHILD";
-
-/// A child that has not finished by then is hung: it is killed and its test
-/// fails (a hang guard, not a speed assertion).
-const CHILD_HANG_GUARD: Duration = Duration::from_secs(120);
-
-/// In the child, runs `body`; in the parent, runs test `name` of this binary
-/// in a child process and fails with its output unless it passes there, or
-/// if it has not finished after [`CHILD_HANG_GUARD`] (as the executor's
-/// tests do, `executor/tests/common`, which this crate cannot use).
-fn in_child_process(name: &str, body: impl FnOnce()) {
-    if std::env::var_os(CHILD_ENV).is_some() {
-        body();
-        return;
-    }
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", name, "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Both pipes are drained while the child runs, so that it never blocks
-    // on a full one.
-    let drain = |mut pipe: Box<dyn Read + Send>| {
-        thread::spawn(move || {
-            let mut s = String::new();
-            let _ = pipe.read_to_string(&mut s);
-            s
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().unwrap()));
-    let err = drain(Box::new(child.stderr.take().unwrap()));
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if start.elapsed() > CHILD_HANG_GUARD {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        thread::sleep(Duration::from_millis(10));
-    };
-    let output = format!(
-        "--- stdout\n{}\n--- stderr\n{}",
-        out.join().unwrap(),
-        err.join().unwrap()
-    );
-    match status {
-        None => panic!("{name}: the child hung and was killed\n{output}"),
-        Some(s) => assert!(
-            s.success() && output.contains("test result: ok. 1 passed"),
-            "{name}: the child failed ({s})\n{output}"
-        ),
-    }
-}
-
-/// Two tests of each `$body`, one per protocol, each in a child process.
-macro_rules! cas_and_updt {
-    ($($body:ident: $cas:ident, $updt:ident;)*) => {$(
-        #[test]
-        fn $cas() {
-            in_child_process(stringify!($cas), $body::<Cas>);
-        }
-
-        #[test]
-        fn $updt() {
-            in_child_process(stringify!($updt), $body::<Updt>);
-        }
-    )*};
-}
+use swco_test_support::cas_and_updt;
 
 // ---- helpers ---------------------------------------------------------------
 
@@ -326,19 +249,20 @@ fn seen_by_recv_async<P: Protocol>() {
 }
 
 cas_and_updt! {
-    seen_by_try_recv:
+    in_child_process;
+    seen_by_try_recv():
         blocked_select_send_meets_try_recv_cas,
         blocked_select_send_meets_try_recv_updt;
-    seen_by_select_with_default:
+    seen_by_select_with_default():
         blocked_select_send_meets_select_with_default_cas,
         blocked_select_send_meets_select_with_default_updt;
-    seen_by_ready_timeout:
+    seen_by_ready_timeout():
         blocked_select_send_is_ready_for_ready_timeout_cas,
         blocked_select_send_is_ready_for_ready_timeout_updt;
-    seen_by_recv_timeout:
+    seen_by_recv_timeout():
         blocked_select_send_meets_recv_timeout_cas,
         blocked_select_send_meets_recv_timeout_updt;
-    seen_by_recv_async:
+    seen_by_recv_async():
         blocked_select_send_meets_recv_async_cas,
         blocked_select_send_meets_recv_async_updt;
 }
@@ -407,7 +331,8 @@ fn ready_polling_meets_blocked_select_sends<P: Protocol>() {
 }
 
 cas_and_updt! {
-    ready_polling_meets_blocked_select_sends:
+    in_child_process;
+    ready_polling_meets_blocked_select_sends():
         ready_polling_meets_blocked_select_sends_cas,
         ready_polling_meets_blocked_select_sends_updt;
 }
@@ -469,7 +394,8 @@ fn self_select_never_meets_itself<P: Protocol>() {
 }
 
 cas_and_updt! {
-    self_select_never_meets_itself:
+    in_child_process;
+    self_select_never_meets_itself():
         self_select_never_meets_itself_cas,
         self_select_never_meets_itself_updt;
 }
@@ -521,7 +447,8 @@ fn lone_self_select_parks_until_its_timeout<P: Protocol>() {
 }
 
 cas_and_updt! {
-    lone_self_select_parks_until_its_timeout:
+    in_child_process;
+    lone_self_select_parks_until_its_timeout():
         lone_self_select_parks_until_its_timeout_cas,
         lone_self_select_parks_until_its_timeout_updt;
 }
@@ -572,7 +499,8 @@ fn recv_in_send<P: Protocol>() {
 }
 
 cas_and_updt! {
-    recv_in_send: recv_in_send_completes_cas, recv_in_send_completes_updt;
+    in_child_process;
+    recv_in_send(): recv_in_send_completes_cas, recv_in_send_completes_updt;
 }
 
 /// What one thread of [`matching`] did.
@@ -669,11 +597,12 @@ fn matching_with_leftover_receiver<P: Protocol>() {
 }
 
 cas_and_updt! {
-    matching_even: matching_selects_all_complete_cas, matching_selects_all_complete_updt;
-    matching_with_leftover_sender:
+    in_child_process;
+    matching_even(): matching_selects_all_complete_cas, matching_selects_all_complete_updt;
+    matching_with_leftover_sender():
         matching_with_leftover_sender_cas,
         matching_with_leftover_sender_updt;
-    matching_with_leftover_receiver:
+    matching_with_leftover_receiver():
         matching_with_leftover_receiver_cas,
         matching_with_leftover_receiver_updt;
 }
@@ -751,7 +680,8 @@ fn dropped_selected_send_releases_its_receiver<P: Protocol>() {
 }
 
 cas_and_updt! {
-    dropped_selected_send_releases_its_receiver:
+    in_child_process;
+    dropped_selected_send_releases_its_receiver():
         dropped_selected_send_releases_its_receiver_cas,
         dropped_selected_send_releases_its_receiver_updt;
 }
@@ -819,7 +749,8 @@ fn reserved_receiver_may_time_out<P: Protocol>() {
 }
 
 cas_and_updt! {
-    reserved_receiver_may_time_out:
+    in_child_process;
+    reserved_receiver_may_time_out():
         reserved_receiver_times_out_without_losing_the_message_cas,
         reserved_receiver_times_out_without_losing_the_message_updt;
 }

@@ -11,6 +11,7 @@ use common::{Census, Counted};
 use swco_channel::{
     bounded_in, Cas, Mode, Mpmc, Mpsc, Protocol, SendTimeoutError, Spmc, Spsc, TrySendError, Updt,
 };
+use swco_test_support::mode_tests;
 
 fn every_send_outcome<M: Mode, P: Protocol>() {
     let census = Census::new();
@@ -62,24 +63,13 @@ fn every_send_outcome<M: Mode, P: Protocol>() {
     assert_eq!(census.dropped(), 11);
 }
 
-macro_rules! outcome_tests {
-    ($($name:ident: <$mode:ty, $proto:ty>;)*) => {
-        $(
-            #[test]
-            fn $name() {
-                every_send_outcome::<$mode, $proto>();
-            }
-        )*
-    };
-}
-
-outcome_tests! {
-    spsc_cas_every_send_outcome_has_one_owner: <Spsc, Cas>;
-    spsc_updt_every_send_outcome_has_one_owner: <Spsc, Updt>;
-    spmc_cas_every_send_outcome_has_one_owner: <Spmc, Cas>;
-    spmc_updt_every_send_outcome_has_one_owner: <Spmc, Updt>;
-    mpsc_cas_every_send_outcome_has_one_owner: <Mpsc, Cas>;
-    mpsc_updt_every_send_outcome_has_one_owner: <Mpsc, Updt>;
-    mpmc_cas_every_send_outcome_has_one_owner: <Mpmc, Cas>;
-    mpmc_updt_every_send_outcome_has_one_owner: <Mpmc, Updt>;
+mode_tests! {
+    spsc_cas_every_send_outcome_has_one_owner: every_send_outcome::<Spsc, Cas>();
+    spsc_updt_every_send_outcome_has_one_owner: every_send_outcome::<Spsc, Updt>();
+    spmc_cas_every_send_outcome_has_one_owner: every_send_outcome::<Spmc, Cas>();
+    spmc_updt_every_send_outcome_has_one_owner: every_send_outcome::<Spmc, Updt>();
+    mpsc_cas_every_send_outcome_has_one_owner: every_send_outcome::<Mpsc, Cas>();
+    mpsc_updt_every_send_outcome_has_one_owner: every_send_outcome::<Mpsc, Updt>();
+    mpmc_cas_every_send_outcome_has_one_owner: every_send_outcome::<Mpmc, Cas>();
+    mpmc_updt_every_send_outcome_has_one_owner: every_send_outcome::<Mpmc, Updt>();
 }

@@ -29,6 +29,7 @@ use swco_channel::{
     bounded_in, Cas, ManyConsumers, ManyProducers, Mode, Mpmc, Mpsc, Protocol, Receiver,
     RecvTimeoutError, Select, Spmc, Spsc, Updt,
 };
+use swco_test_support::mode_tests;
 
 /// A receiver unwinds out of its park (`panic` says when); then a second
 /// receiver blocks; one send must wake the second.
@@ -116,34 +117,23 @@ fn send_side<M: ManyProducers, P: Protocol>(panic: Panic) {
     assert_eq!(census.dropped(), 3);
 }
 
-macro_rules! unwind_tests {
-    ($($name:ident: $side:ident::<$mode:ty, $proto:ty>($panic:ident);)*) => {
-        $(
-            #[test]
-            fn $name() {
-                $side::<$mode, $proto>(Panic::$panic);
-            }
-        )*
-    };
-}
-
-unwind_tests! {
-    spmc_cas_recv_unwinding_before_park: recv_side::<Spmc, Cas>(BeforeParking);
-    spmc_cas_recv_unwinding_after_wake: recv_side::<Spmc, Cas>(AfterWake);
-    spmc_updt_recv_unwinding_before_park: recv_side::<Spmc, Updt>(BeforeParking);
-    spmc_updt_recv_unwinding_after_wake: recv_side::<Spmc, Updt>(AfterWake);
-    mpmc_cas_recv_unwinding_before_park: recv_side::<Mpmc, Cas>(BeforeParking);
-    mpmc_cas_recv_unwinding_after_wake: recv_side::<Mpmc, Cas>(AfterWake);
-    mpmc_updt_recv_unwinding_before_park: recv_side::<Mpmc, Updt>(BeforeParking);
-    mpmc_updt_recv_unwinding_after_wake: recv_side::<Mpmc, Updt>(AfterWake);
-    mpsc_cas_send_unwinding_before_park: send_side::<Mpsc, Cas>(BeforeParking);
-    mpsc_cas_send_unwinding_after_wake: send_side::<Mpsc, Cas>(AfterWake);
-    mpsc_updt_send_unwinding_before_park: send_side::<Mpsc, Updt>(BeforeParking);
-    mpsc_updt_send_unwinding_after_wake: send_side::<Mpsc, Updt>(AfterWake);
-    mpmc_cas_send_unwinding_before_park: send_side::<Mpmc, Cas>(BeforeParking);
-    mpmc_cas_send_unwinding_after_wake: send_side::<Mpmc, Cas>(AfterWake);
-    mpmc_updt_send_unwinding_before_park: send_side::<Mpmc, Updt>(BeforeParking);
-    mpmc_updt_send_unwinding_after_wake: send_side::<Mpmc, Updt>(AfterWake);
+mode_tests! {
+    spmc_cas_recv_unwinding_before_park: recv_side::<Spmc, Cas>(Panic::BeforeParking);
+    spmc_cas_recv_unwinding_after_wake: recv_side::<Spmc, Cas>(Panic::AfterWake);
+    spmc_updt_recv_unwinding_before_park: recv_side::<Spmc, Updt>(Panic::BeforeParking);
+    spmc_updt_recv_unwinding_after_wake: recv_side::<Spmc, Updt>(Panic::AfterWake);
+    mpmc_cas_recv_unwinding_before_park: recv_side::<Mpmc, Cas>(Panic::BeforeParking);
+    mpmc_cas_recv_unwinding_after_wake: recv_side::<Mpmc, Cas>(Panic::AfterWake);
+    mpmc_updt_recv_unwinding_before_park: recv_side::<Mpmc, Updt>(Panic::BeforeParking);
+    mpmc_updt_recv_unwinding_after_wake: recv_side::<Mpmc, Updt>(Panic::AfterWake);
+    mpsc_cas_send_unwinding_before_park: send_side::<Mpsc, Cas>(Panic::BeforeParking);
+    mpsc_cas_send_unwinding_after_wake: send_side::<Mpsc, Cas>(Panic::AfterWake);
+    mpsc_updt_send_unwinding_before_park: send_side::<Mpsc, Updt>(Panic::BeforeParking);
+    mpsc_updt_send_unwinding_after_wake: send_side::<Mpsc, Updt>(Panic::AfterWake);
+    mpmc_cas_send_unwinding_before_park: send_side::<Mpmc, Cas>(Panic::BeforeParking);
+    mpmc_cas_send_unwinding_after_wake: send_side::<Mpmc, Cas>(Panic::AfterWake);
+    mpmc_updt_send_unwinding_before_park: send_side::<Mpmc, Updt>(Panic::BeforeParking);
+    mpmc_updt_send_unwinding_after_wake: send_side::<Mpmc, Updt>(Panic::AfterWake);
 }
 
 // ---- a panicking waker --------------------------------------------------

@@ -18,8 +18,12 @@ pub enum Placement {
     /// coroutines unfolds depth-first and holds few stacks at once; an idle
     /// executor steals the oldest spawns that have not started (a started
     /// coroutine never moves). A plain thread's spawns all go to one
-    /// executor, chosen round-robin at its first spawn, and may be stolen
-    /// likewise.
+    /// executor, chosen round-robin at its first spawn, start there newest
+    /// first as well (of a batch spawned from `main`, the last starts
+    /// first, unless an idle executor steals the older ones), and may be
+    /// stolen likewise. Code that needs spawns to start in the order made
+    /// uses [`RoundRobin`](Placement::RoundRobin) or
+    /// [`Runtime::spawn_all`](crate::Runtime::spawn_all).
     #[default]
     Local,
     /// Executors in turn: 0, 1, 2, ...; no stealing.

@@ -89,12 +89,7 @@ fn outside_a_coroutine_the_thread_sleeps() {
 /// its locals are dropped, exactly once.
 #[test]
 fn a_cancelling_shutdown_unwinds_sleepers() {
-    struct Counted(Arc<AtomicUsize>);
-    impl Drop for Counted {
-        fn drop(&mut self) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
+    use swco_test_support::DropCounter as Counted;
     const N: usize = 100;
     let rt = Runtime::builder().executors(2).build().unwrap();
     let dropped = Arc::new(AtomicUsize::new(0));

@@ -19,6 +19,7 @@ use swco_executor::{
 mod common;
 
 use common::{child_case, in_child_process};
+use swco_test_support::DropCounter as Counted;
 
 fn runtime(executors: usize) -> Runtime {
     Runtime::builder().executors(executors).build().unwrap()
@@ -365,15 +366,6 @@ fn join_async_is_awaited_by_tokio() {
         assert_eq!(total, 49);
         rt.shutdown();
     });
-}
-
-/// Counts its drops.
-struct Counted(Arc<AtomicUsize>);
-
-impl Drop for Counted {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! that tells the test when a thread parks (and can be told to panic).
 #![allow(dead_code)]
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::task::{Wake, Waker};
 use std::time::{Duration, Instant};
@@ -16,50 +16,9 @@ use swco_channel::hook::Park;
 /// 2 s idle took 8 s.
 pub const HANG_GUARD: Duration = Duration::from_secs(60);
 
-/// Counts how many values were made and how many dropped.
-#[derive(Default)]
-pub struct Census {
-    made: AtomicUsize,
-    dropped: AtomicUsize,
-}
-
-impl Census {
-    pub fn new() -> Arc<Self> {
-        Arc::new(Census::default())
-    }
-    pub fn made(&self) -> usize {
-        self.made.load(Ordering::SeqCst)
-    }
-    pub fn dropped(&self) -> usize {
-        self.dropped.load(Ordering::SeqCst)
-    }
-}
-
-/// A message that reports its drop to its census; dropping twice panics.
-pub struct Counted<T> {
-    pub value: T,
-    census: Arc<Census>,
-    alive: bool,
-}
-
-impl<T> Counted<T> {
-    pub fn new(value: T, census: &Arc<Census>) -> Self {
-        census.made.fetch_add(1, Ordering::SeqCst);
-        Counted {
-            value,
-            census: census.clone(),
-            alive: true,
-        }
-    }
-}
-
-impl<T> Drop for Counted<T> {
-    fn drop(&mut self) {
-        assert!(self.alive, "message dropped twice");
-        self.alive = false;
-        self.census.dropped.fetch_add(1, Ordering::SeqCst);
-    }
-}
+/// The drop-counting message type, shared with the other crates' tests.
+#[allow(unused_imports)]
+pub use swco_test_support::{Census, Counted};
 
 /// When a [`TestPark`] panics out of `park`, the way a coroutine cancelled
 /// at shutdown is unwound from inside its park.

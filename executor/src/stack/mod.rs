@@ -162,7 +162,7 @@ pub enum GuardPages {
     /// [`GuardRegion`](GuardPages::GuardRegion) where the kernel supports
     /// it, else [`Mprotect`](GuardPages::Mprotect) (the default). The
     /// environment variable `SWCO_GUARD_PAGES` overrides the choice:
-    /// `madvise` (or `guard-region`) forces guard regions, `mprotect` forces
+    /// `madvise` forces guard regions, `mprotect` forces
     /// `mprotect`, `auto` (or empty) detects. Other values are reported on
     /// stderr and ignored.
     #[default]

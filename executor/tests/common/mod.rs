@@ -1,135 +1,19 @@
-//! Helpers shared by the executor's integration tests: running one test of
-//! the current test binary in a child process (the binary re-executed with
-//! [`CHILD_ENV`] set and that one test selected), so that a crash (an
-//! abort, a stack overflow) or a hang fails that test alone, with the
-//! child's output, instead of the whole suite.
+//! Helpers shared by the executor's integration tests. Running one test of
+//! the current test binary in a child process (so that a crash, an abort, a
+//! stack overflow, or a hang fails that test alone, with the child's
+//! output) comes from `swco-test-support`, re-exported here; the rest is
+//! the executor's own.
 
 // Each test binary compiles this module and uses only part of it.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
-use std::io::Read;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::thread;
-use std::time::{Duration, Instant};
 
-/// Set in the child process: there the test runs its body.
-pub const CHILD_ENV: &str = "SWCO_TEST_CHILD";
-
-/// A child that has not finished by then is hung: it is killed and its test
-/// fails (a hang guard, not a speed assertion).
-pub const CHILD_HANG_GUARD: Duration = Duration::from_secs(120);
-
-/// Whether this process is a child started by [`run_child`].
-pub fn in_child() -> bool {
-    std::env::var_os(CHILD_ENV).is_some()
-}
-
-/// What a child run of one test left behind.
-pub struct ChildOutput {
-    /// How it exited; `None` if it hung and was killed.
-    pub status: Option<ExitStatus>,
-    pub stdout: String,
-    pub stderr: String,
-}
-
-impl ChildOutput {
-    /// Both streams, labelled, for a failure message.
-    pub fn both(&self) -> String {
-        format!("--- stdout\n{}\n--- stderr\n{}", self.stdout, self.stderr)
-    }
-}
-
-/// The case a child started by [`run_child_case`] runs (the value of
-/// [`CHILD_ENV`]), if this process is such a child.
-pub fn child_case() -> Option<String> {
-    std::env::var(CHILD_ENV).ok()
-}
-
-/// Runs this binary's test `name` (exactly) in a child process with
-/// [`CHILD_ENV`] set, killing it after [`CHILD_HANG_GUARD`].
-pub fn run_child(name: &str) -> ChildOutput {
-    run_child_case(name, "1", &[], &[])
-}
-
-/// [`run_child`], with [`CHILD_ENV`] set to `case`, the variables `env`
-/// added and those named in `remove` taken out of the child's environment.
-pub fn run_child_case(
-    name: &str,
-    case: &str,
-    env: &[(&str, &str)],
-    remove: &[&str],
-) -> ChildOutput {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--exact", name, "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, case)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for k in remove {
-        cmd.env_remove(k);
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().unwrap();
-    // Both pipes are drained while the child runs, so that it never blocks
-    // on a full one.
-    let mut stderr = child.stderr.take().unwrap();
-    let err_reader = thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        s
-    });
-    let mut stdout = child.stdout.take().unwrap();
-    let out_reader = thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stdout.read_to_string(&mut s);
-        s
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if start.elapsed() > CHILD_HANG_GUARD {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        thread::sleep(Duration::from_millis(10));
-    };
-    ChildOutput {
-        status,
-        stdout: out_reader.join().unwrap(),
-        stderr: err_reader.join().unwrap(),
-    }
-}
-
-/// In the child, runs `body`; in the parent, runs test `name` in a child
-/// process and fails with its output unless it exits successfully.
-pub fn in_child_process(name: &str, body: impl FnOnce()) {
-    if in_child() {
-        body();
-        return;
-    }
-    let out = run_child(name);
-    let output = out.both();
-    match out.status {
-        None => panic!("{name}: the child hung and was killed\n{output}"),
-        Some(s) => assert!(
-            s.success() && output.contains("test result: ok. 1 passed"),
-            "{name}: the child failed ({s})\n{output}"
-        ),
-    }
-}
-
-/// A child that must end by itself (not be killed as hung): its exit
-/// status and stderr. `name` labels the failure.
-pub fn exited(name: &str, out: ChildOutput) -> (ExitStatus, String) {
-    let status = out
-        .status
-        .unwrap_or_else(|| panic!("{name}: the child hung and was killed\n{}", out.both()));
-    (status, out.stderr)
-}
+pub use swco_test_support::{
+    child_case, exited, in_child, in_child_process, run_child, run_child_case, ChildOutput,
+    CHILD_ENV, CHILD_HANG_GUARD,
+};
 
 /// Recurses until the stack overflows (each frame keeps 1 KiB live).
 #[inline(never)]
