@@ -29,7 +29,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use swco_channel::hook::{Op, WaitingOn};
+use swco_wait::hook::{Op, WaitingOn};
 use swco_channel::mpsc;
 
 use crate::executor::Local;

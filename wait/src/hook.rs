@@ -33,7 +33,7 @@
 //!   for any waker still reading the old one.
 //!
 //! ```
-//! use swco_channel::hook::{self, Park};
+//! use swco_wait::hook::{self, Park};
 //! use std::rc::Rc;
 //! use std::sync::Arc;
 //! use std::task::{Wake, Waker};
@@ -120,6 +120,15 @@ pub trait Park {
     fn spin_before_park(&self) -> bool {
         false
     }
+
+    /// Who will call [`park`](Park::park) next, as a number: the same for
+    /// every call made by one party (a thread, or a coroutine wherever it
+    /// runs) for as long as it lives, and different from every other live
+    /// party's. `0` means "cannot tell" (the default). A lock uses it to
+    /// recognise a party locking what it already holds.
+    fn party(&self) -> usize {
+        0
+    }
 }
 
 /// The default context: parks the OS thread with a token parker.
@@ -161,12 +170,20 @@ impl Park for ThreadPark {
         // Under loom, spinning only multiplies the interleavings to explore.
         cfg!(not(loom))
     }
+    fn party(&self) -> usize {
+        // The address of a thread-local of this thread: no other live
+        // thread shares it. Once it is gone (the thread is exiting), "cannot
+        // tell".
+        PARTY.try_with(|p| p as *const u8 as usize).unwrap_or(0)
+    }
 }
 
 thread_local! {
     /// The installed context: owned here, replaced only by `set_current`.
     static CURRENT: Current = Current(RefCell::new(None));
     static THREAD: Rc<dyn Park> = Rc::new(ThreadPark::new());
+    /// Only its address matters: this thread's [`Park::party`].
+    static PARTY: u8 = 0;
 }
 
 /// What `CURRENT` holds: the installed context, if any.
@@ -248,11 +265,12 @@ pub fn set_current(hook: Option<Rc<dyn Park>>) -> Option<Rc<dyn Park>> {
 }
 
 /// For executors: goes on with an unwinding (a cancellation) that a
-/// rendezvous receive on this thread put off because it had already been
-/// handed its message. Call before suspending a coroutine.
+/// blocking operation on this thread put off (a rendezvous receive that had
+/// already been handed its message; see [`crate::deferred`]). Call before
+/// suspending a coroutine.
 #[inline]
 pub fn resume_deferred_unwind() {
-    crate::rendezvous::rethrow_deferred();
+    crate::deferred::rethrow();
 }
 
 /// For executors: forgets an unwinding put off as for
@@ -260,7 +278,7 @@ pub fn resume_deferred_unwind() {
 /// suspending again (it completed, so there is nothing left to cancel).
 #[inline]
 pub fn discard_deferred_unwind() {
-    crate::rendezvous::discard_deferred();
+    crate::deferred::discard();
 }
 
 /// This thread's park context: the installed one, or the OS-thread parker.
@@ -280,7 +298,7 @@ pub fn current() -> Rc<dyn Park> {
 pub fn with_current<R>(f: impl FnOnce(&dyn Park) -> R) -> R {
     // A cancellation that a rendezvous receive put off (it had been handed
     // its message) goes on now, before this thread blocks again.
-    crate::rendezvous::rethrow_deferred();
+    crate::deferred::rethrow();
     /// Counts a `with_current` out, also when `f` unwinds.
     struct Using;
     impl Drop for Using {

@@ -53,6 +53,7 @@ pub trait Waiters: Send + Sync + 'static {
     /// waiter in the list, or the flag stored before the lock).
     const LOCKED: bool;
 
+    /// An empty list (or slot).
     fn new() -> Self;
 
     /// Adds the caller, to be woken through `park`'s waker. Follow with
@@ -163,8 +164,9 @@ impl<L: RawLock> WaitList<L> {
         r
     }
 
-    /// Adds a waiter. Follow with `fence(SeqCst)` and a re-check.
-    fn add(&self, waker: Waker) -> Key {
+    /// Adds a waiter, woken through `waker`, at the back. Follow with
+    /// `fence(SeqCst)` and a re-check; leave with [`remove`](Self::remove).
+    pub fn add(&self, waker: Waker) -> Key {
         self.with_locked(|entries, next| {
             let key = *next;
             *next += 1;
@@ -177,7 +179,7 @@ impl<L: RawLock> WaitList<L> {
 
     /// Removes a waiter that stops waiting. Returns `false` if it was no
     /// longer listed, i.e. a waker chose it.
-    fn remove(&self, key: Key) -> bool {
+    pub fn remove(&self, key: Key) -> bool {
         // We stored a non-zero length when we registered, so reading zero
         // (our own store or a later one) means a waker has since emptied the
         // list, taking our entry with it: no need for the lock. This is the
@@ -196,13 +198,39 @@ impl<L: RawLock> WaitList<L> {
         })
     }
 
-    /// Cheap check, after the caller's `fence(SeqCst)` or claim.
+    /// Cheap check, after the caller's `fence(SeqCst)` or claim: `false`
+    /// means no waiter registered before that ordering point.
     #[inline]
-    fn has_waiters(&self) -> bool {
+    pub fn has_waiters(&self) -> bool {
         // Relaxed: ordered by the caller's fence against the waiter's fence
         // (or by the claim against the waiter's re-check; see the module
         // docs).
         self.len.load(Ordering::Relaxed) != 0
+    }
+
+    /// Chooses the oldest waiter if there is one and `grant()`, called
+    /// under the list's lock with a waiter there, says yes: it is removed
+    /// (which is how it learns it was chosen: its [`remove`](Self::remove)
+    /// returns `false`) and woken after the lock is released. Returns
+    /// whether a waiter was chosen. `grant` must not block or panic; it is
+    /// what hands the waiter what it waits for (a lock, a permit), so that
+    /// the hand-off and the choice are one step.
+    pub fn wake_one_if(&self, grant: impl FnOnce() -> bool) -> bool {
+        let chosen = self.with_locked(|entries, _| {
+            if entries.is_empty() || !grant() {
+                return None;
+            }
+            let first = entries.pop_front();
+            self.len.store(entries.len(), Ordering::Relaxed);
+            first
+        });
+        match chosen {
+            Some((_, waker)) => {
+                waker.wake();
+                true
+            }
+            None => false,
+        }
     }
 
     /// Wakes the oldest waiter, if any.

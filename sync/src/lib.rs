@@ -1,0 +1,2 @@
+//! Coroutine-aware synchronisation types for swco (being written).
+#![warn(missing_docs)]
