@@ -281,6 +281,22 @@ pub fn discard_deferred_unwind() {
     crate::deferred::discard();
 }
 
+/// The [`Park::party`] of this thread's park context (the installed one, or
+/// the OS-thread parker): who would park if the caller blocked now. Unlike
+/// [`with_current`], goes on with no deferred unwinding: it does not block.
+#[must_use]
+#[inline]
+pub fn current_party() -> usize {
+    match INSTALLED.try_with(Cell::get).ok().flatten() {
+        // SAFETY: `INSTALLED` points at the context `CURRENT` owns, as in
+        // `with_current`; `party` does not call out, so no `set_current`
+        // can replace the context while we use it, and the reference does
+        // not outlive this call.
+        Some(installed) => unsafe { (*installed.as_ptr()).party() },
+        None => PARTY.try_with(|p| p as *const u8 as usize).unwrap_or(0),
+    }
+}
+
 /// This thread's park context: the installed one, or the OS-thread parker.
 #[must_use]
 pub fn current() -> Rc<dyn Park> {

@@ -182,8 +182,9 @@ impl<L: RawLock, G: Fn()> Drop for Leave<'_, L, G> {
 /// side hands over with [`WaitList::wake_one_if`] after its own
 /// `fence(SeqCst)`.
 ///
-/// FIFO among the parties that register; a party re-registers at the back
-/// after a spurious wake-up.
+/// The caller has tried `acquire` already (its fast path): this registers
+/// first, then tries. FIFO among the parties that register; a party
+/// re-registers at the back after a spurious wake-up.
 pub fn wait_for_grant<L: RawLock>(
     list: &WaitList<L>,
     on: WaitingOn<'_>,
@@ -191,9 +192,6 @@ pub fn wait_for_grant<L: RawLock>(
     give_back: impl Fn(),
 ) {
     hook::with_current(|park| loop {
-        if acquire() {
-            return;
-        }
         let mut leave = Leave {
             list,
             key: Some(list.add(park.waker())),
