@@ -48,7 +48,7 @@ use crate::queue::Queue;
 ///     })
 ///     .collect();
 /// let leaders = threads.into_iter();
-let leaders = leaders.map(|t| t.join().unwrap()).filter(|&l| l).count();
+/// let leaders = leaders.map(|t| t.join().unwrap()).filter(|&l| l).count();
 /// assert_eq!(leaders, 1);
 /// ```
 pub struct Barrier {
