@@ -86,8 +86,9 @@ impl Semaphore {
 
     /// Takes a permit if there is one, without waiting.
     pub fn try_acquire(&self) -> Option<SemaphorePermit<'_>> {
-        self.take_one()
-            .then_some(SemaphorePermit { semaphore: self })
+        // `then`, not `then_some`: a permit made eagerly and dropped on
+        // failure would give back a permit never taken.
+        self.take_one().then(|| SemaphorePermit { semaphore: self })
     }
 
     /// [`acquire`](Semaphore::acquire), as a future: completes with the
