@@ -54,8 +54,8 @@ use crate::spaced::{gap, Gap, Spaced};
 use crate::sync::{fence, Arc, Ordering};
 use crate::updt::UpdtCell;
 use crate::wait_list::Waiters;
-use swco_wait::protocol::wait_on;
 use crate::{Mode, Protocol};
+use swco_wait::protocol::wait_on;
 
 /// Why a send left the message with its caller.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

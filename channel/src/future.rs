@@ -56,11 +56,11 @@ use std::task::{Context, Poll, Waker};
 
 use crate::chan::{Chan, Unsent};
 use crate::error::{RecvError, SendError, TryRecvError};
-use swco_wait::protocol::TaskPark;
 use crate::rendezvous::{rethrow_deferred, Arrival, Packet, Settled, Side};
 use crate::sync::Arc;
 use crate::wait_list::Waiters;
 use crate::{Cas, Mode, Protocol, Receiver, Sender};
+use swco_wait::protocol::TaskPark;
 
 /// What a pending send future holds: its registration among blocked senders.
 type TxTicket<M, P> = <<M as Mode>::TxWait<P> as Waiters>::Ticket;

@@ -63,8 +63,8 @@ mod select;
 mod spaced;
 mod waiting_on;
 
-pub use swco_wait::{hook, updt};
 use swco_wait::{backoff, lock, sync, wait_list};
+pub use swco_wait::{hook, updt};
 
 pub use endpoint::{bounded_in, IntoIter, Iter, Receiver, Sender, TryIter};
 pub use error::{

@@ -21,4 +21,3 @@ pub(crate) fn describe_channel(
         made_at.line()
     )
 }
-

@@ -165,28 +165,34 @@ fn mutex_try_lock_get_mut_and_lock_async() {
 
 #[test]
 fn recursive_lock_panics_in_a_coroutine_and_on_a_thread() {
-    in_child_process("recursive_lock_panics_in_a_coroutine_and_on_a_thread", || {
-        let m = Arc::new(Mutex::new(()));
-        let r = catch_unwind(AssertUnwindSafe(|| {
-            let _g = m.lock();
-            let _again = m.lock();
-        }));
-        let msg = panic_text(&*r.expect_err("a recursive lock on a thread"));
-        assert!(msg.contains("already holds"), "{msg}");
-        assert!(m.try_lock().is_some(), "the guard was dropped by the unwind");
+    in_child_process(
+        "recursive_lock_panics_in_a_coroutine_and_on_a_thread",
+        || {
+            let m = Arc::new(Mutex::new(()));
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                let _g = m.lock();
+                let _again = m.lock();
+            }));
+            let msg = panic_text(&*r.expect_err("a recursive lock on a thread"));
+            assert!(msg.contains("already holds"), "{msg}");
+            assert!(
+                m.try_lock().is_some(),
+                "the guard was dropped by the unwind"
+            );
 
-        let rt = rt(2);
-        let m2 = Arc::clone(&m);
-        let h = rt.spawn(move || {
-            let _g = m2.lock();
-            yield_now(); // may move; still the same coroutine
-            let _again = m2.lock();
-        });
-        let e = h.join().expect_err("a recursive lock in a coroutine");
-        assert!(e.is_panic(), "{e}");
-        assert!(m.try_lock().is_some());
-        rt.shutdown();
-    });
+            let rt = rt(2);
+            let m2 = Arc::clone(&m);
+            let h = rt.spawn(move || {
+                let _g = m2.lock();
+                yield_now(); // may move; still the same coroutine
+                let _again = m2.lock();
+            });
+            let e = h.join().expect_err("a recursive lock in a coroutine");
+            assert!(e.is_panic(), "{e}");
+            assert!(m.try_lock().is_some());
+            rt.shutdown();
+        },
+    );
 }
 
 #[test]
@@ -440,7 +446,10 @@ fn shutdown_timeout_cancels_sync_waiters_cleanly() {
         // stays, and the barrier's round (one cancelled arrival counted)
         // completes with two more.
         drop(held);
-        assert!(m.try_lock().is_some(), "the unlock went to a cancelled waiter");
+        assert!(
+            m.try_lock().is_some(),
+            "the unlock went to a cancelled waiter"
+        );
         s.add_permits(1);
         assert_eq!(s.available_permits(), 1, "a cancelled waiter took a permit");
         let b2 = b.clone();

@@ -125,7 +125,9 @@ enum Arrival {
 
 impl fmt::Debug for Barrier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Barrier").field("n", &self.n).finish_non_exhaustive()
+        f.debug_struct("Barrier")
+            .field("n", &self.n)
+            .finish_non_exhaustive()
     }
 }
 

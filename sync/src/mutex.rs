@@ -97,8 +97,7 @@ impl<T> Mutex<T> {
         if self.queue.has_waiters() || !self.try_acquire() {
             self.lock_slow();
         }
-        self.owner
-            .store(hook::current_party(), Ordering::Relaxed);
+        self.owner.store(hook::current_party(), Ordering::Relaxed);
         MutexGuard::new(self)
     }
 
@@ -122,8 +121,7 @@ impl<T> Mutex<T> {
     /// party holds it (or, rarely, takes it at the same moment).
     pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
         if self.try_acquire() {
-            self.owner
-                .store(hook::current_party(), Ordering::Relaxed);
+            self.owner.store(hook::current_party(), Ordering::Relaxed);
             Some(MutexGuard::new(self))
         } else {
             None

@@ -57,6 +57,7 @@ impl Semaphore {
     /// # Panics
     ///
     /// If `permits` is more than [`MAX_PERMITS`](Semaphore::MAX_PERMITS).
+    #[must_use]
     pub fn new(permits: usize) -> Self {
         assert!(
             permits <= Self::MAX_PERMITS,
@@ -130,12 +131,10 @@ impl Semaphore {
         while p > 0 {
             // Acquire: what the returner did before giving the permit back
             // happens-before what we do with it.
-            match self.permits.compare_exchange_weak(
-                p,
-                p - 1,
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            ) {
+            match self
+                .permits
+                .compare_exchange_weak(p, p - 1, Ordering::Acquire, Ordering::Relaxed)
+            {
                 Ok(_) => return true,
                 Err(now) => p = now,
             }
@@ -154,12 +153,10 @@ impl Semaphore {
                      Semaphore::MAX_PERMITS"
                 ),
             };
-            match self.permits.compare_exchange_weak(
-                p,
-                total,
-                Ordering::Release,
-                Ordering::Relaxed,
-            ) {
+            match self
+                .permits
+                .compare_exchange_weak(p, total, Ordering::Release, Ordering::Relaxed)
+            {
                 Ok(_) => break,
                 Err(now) => p = now,
             }

@@ -11,6 +11,18 @@ use std::cell::Cell;
 use crate::sync::thread_local;
 use crate::sync::{spin_hint, yield_thread};
 
+impl Default for Backoff {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Default for Jitter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// Spins before this many steps; yields the thread after.
 const SPIN_LIMIT: u32 = 6;
 /// After this many steps a blocking operation stops snoozing and parks.
@@ -24,6 +36,7 @@ pub struct Backoff {
 impl Backoff {
     /// A fresh backoff, at its first step.
     #[inline]
+    #[must_use]
     pub fn new() -> Self {
         Backoff { step: 0 }
     }
@@ -69,6 +82,7 @@ impl Backoff {
 
     /// Whether snoozing has gone on long enough that parking is cheaper.
     #[inline]
+    #[must_use]
     pub fn is_completed(&self) -> bool {
         self.step > YIELD_LIMIT
     }
@@ -76,6 +90,7 @@ impl Backoff {
     /// Whether the spinning steps are done: the next snooze would yield
     /// the thread.
     #[inline]
+    #[must_use]
     pub fn is_spun(&self) -> bool {
         self.step > SPIN_LIMIT
     }
@@ -102,6 +117,7 @@ fn seed() -> u32 {
 /// random start).
 #[cfg(not(loom))]
 #[inline]
+#[must_use]
 pub fn next_random() -> u32 {
     SEED.with(|s| {
         let mut x = s.get();
@@ -144,6 +160,7 @@ const JITTER_YIELD_STEP: u32 = 3;
 impl Jitter {
     /// A fresh jitter, at its smallest window.
     #[inline]
+    #[must_use]
     pub fn new() -> Self {
         Jitter { step: 0 }
     }

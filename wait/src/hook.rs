@@ -182,8 +182,6 @@ thread_local! {
     /// The installed context: owned here, replaced only by `set_current`.
     static CURRENT: Current = Current(RefCell::new(None));
     static THREAD: Rc<dyn Park> = Rc::new(ThreadPark::new());
-    /// Only its address matters: this thread's [`Park::party`].
-    static PARTY: u8 = 0;
 }
 
 /// What `CURRENT` holds: the installed context, if any.
@@ -223,11 +221,14 @@ fn thread_park() -> Rc<dyn Park> {
 std::thread_local! {
     static INSTALLED: Cell<Option<NonNull<dyn Park>>> = const { Cell::new(None) };
     static USERS: Cell<usize> = const { Cell::new(0) };
+    /// Only its address matters: this thread's [`Park::party`].
+    static PARTY: u8 = const { 0 };
 }
 #[cfg(loom)]
 thread_local! {
     static INSTALLED: Cell<Option<NonNull<dyn Park>>> = Cell::new(None);
     static USERS: Cell<usize> = Cell::new(0);
+    static PARTY: u8 = 0;
 }
 
 /// Installs `hook` as this thread's park context and returns the previous

@@ -203,9 +203,10 @@ pub fn wait_for_grant<L: RawLock>(
             return;
         }
         park.park_on(None, on);
-        let key = leave.key.take().expect("registered");
-        if !list.remove(key) {
-            return; // chosen: handed over
+        if let Some(key) = leave.key.take() {
+            if !list.remove(key) {
+                return; // chosen: handed over
+            }
         }
         // A spurious wake-up: try again.
     })
