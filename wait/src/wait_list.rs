@@ -172,7 +172,7 @@ impl<L: RawLock> WaitList<L> {
             *next += 1;
             entries.push_back((key, waker));
             // Relaxed: the caller's fence(SeqCst) orders it before the re-check.
-            self.len.store(entries.len(), Ordering::Relaxed);
+            self.len.store(entries.len(), Ordering::Release);
             Key(key)
         })
     }
@@ -184,15 +184,20 @@ impl<L: RawLock> WaitList<L> {
         // (our own store or a later one) means a waker has since emptied the
         // list, taking our entry with it: no need for the lock. This is the
         // common case after a wake-up.
-        // Relaxed: coherence on `len` alone is what the argument needs.
-        if self.len.load(Ordering::Relaxed) == 0 {
+        // Acquire, with every store of `len` a Release (all made under the
+        // lock): a waiter that learns here that it was chosen synchronises
+        // with the waker that chose it (or with a later holder of the
+        // lock), so what the waker handed over (a lock, a permit) comes
+        // with what its giver wrote before. Loom's Mutex model caught the
+        // Relaxed pair: two holders at once.
+        if self.len.load(Ordering::Acquire) == 0 {
             return false;
         }
         self.with_locked(|entries, _| {
             let found = entries.iter().position(|(k, _)| *k == key.0);
             if let Some(i) = found {
                 entries.remove(i);
-                self.len.store(entries.len(), Ordering::Relaxed);
+                self.len.store(entries.len(), Ordering::Release);
             }
             found.is_some()
         })
@@ -221,7 +226,7 @@ impl<L: RawLock> WaitList<L> {
                 return None;
             }
             let first = entries.pop_front();
-            self.len.store(entries.len(), Ordering::Relaxed);
+            self.len.store(entries.len(), Ordering::Release);
             first
         });
         match chosen {
@@ -237,7 +242,7 @@ impl<L: RawLock> WaitList<L> {
     fn wake_one(&self) {
         if let Some((_, waker)) = self.with_locked(|entries, _| {
             let first = entries.pop_front();
-            self.len.store(entries.len(), Ordering::Relaxed);
+            self.len.store(entries.len(), Ordering::Release);
             first
         }) {
             waker.wake();
@@ -302,7 +307,7 @@ impl<L: RawLock + 'static> Waiters for WaitList<L> {
 
     fn notify_all(&self) {
         let all = self.with_locked(|entries, _| {
-            self.len.store(0, Ordering::Relaxed);
+            self.len.store(0, Ordering::Release);
             std::mem::take(entries)
         });
         for (_, waker) in all {
