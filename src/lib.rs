@@ -36,6 +36,10 @@ pub use swco_channel::select;
 /// [`select!`], taking the first ready operation in order; see
 /// [`swco_channel::select_biased!`].
 pub use swco_channel::select_biased;
+/// Coroutine-aware `Mutex`, `Semaphore`, `Barrier` and `WaitGroup`: each
+/// blocks only the calling coroutine (a plain thread blocks itself), where
+/// `std`'s would block the whole executor. See [`swco_sync`].
+pub use swco_sync as sync;
 
 // --- runtime API (swco-executor) -------------------------------------------
 pub use swco_executor::{

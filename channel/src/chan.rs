@@ -55,6 +55,7 @@ use crate::sync::{fence, Arc, Ordering};
 use crate::updt::UpdtCell;
 use crate::wait_list::Waiters;
 use crate::{Mode, Protocol};
+use swco_wait::protocol::wait_on;
 
 /// Why a send left the message with its caller.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -889,73 +890,6 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
 
     pub(crate) fn is_disconnected(&self) -> bool {
         self.senders_gone() || self.receivers_gone()
-    }
-}
-
-/// Blocks once, without losing a wake-up (invariant 3): registers on
-/// `waiters`, fences, and parks only if `still_blocked` says the peer has not
-/// made progress in between. Returns after a wake, a timeout or a spurious
-/// return; the caller retries its operation either way.
-///
-/// `recheck_syncs`: the re-check reads the peer side's position through a
-/// read-modify-write that the peer's claim also read-modify-writes (the
-/// peer's `Cursor::CLAIM_SYNCS_WITH_WAITERS`). On a locked list
-/// (`Waiters::LOCKED`) the fence is then left out: the re-check's RMW
-/// releases the registration to any claim that comes after it in the word's
-/// order and reads any claim that comes before, and the disconnection flag
-/// is ordered by the list's lock, which `notify_all` takes too (see
-/// `wait_list.rs`). On x86 that RMW is itself compiled to a fence and a
-/// load, so the fence left out was a second one in a row.
-///
-/// If `park` unwinds (a coroutine cancelled at shutdown is unwound from
-/// inside its park), the waiter still leaves; see [`Registered`].
-#[inline]
-fn wait_on<W: Waiters>(
-    waiters: &W,
-    park: &dyn Park,
-    on: WaitingOn<'_>,
-    deadline: Option<Instant>,
-    recheck_syncs: bool,
-    still_blocked: impl FnOnce() -> bool,
-) {
-    let registered = Registered {
-        waiters,
-        ticket: waiters.register(park),
-    };
-    if !(W::LOCKED && recheck_syncs) {
-        fence(Ordering::SeqCst);
-    }
-    if still_blocked() {
-        park.park_on(deadline, on);
-    }
-    registered.leave();
-}
-
-/// A registered waiter, which leaves on every way out of `wait_on`. On a
-/// normal return ([`leave`](Registered::leave)) the caller retries its
-/// operation, which uses any wake it was chosen for. On unwind (`Drop`)
-/// there is no retry: a registration left behind would swallow the next
-/// wake-one (a dead waiter "woken" while a live one sleeps through a
-/// buffered message or a free slot), and a wake already taken would be
-/// lost, so the list hands it on ([`Waiters::abandon`]).
-struct Registered<'a, W: Waiters> {
-    waiters: &'a W,
-    ticket: W::Ticket,
-}
-
-impl<W: Waiters> Registered<'_, W> {
-    /// The normal way out.
-    #[inline]
-    fn leave(self) {
-        let this = std::mem::ManuallyDrop::new(self);
-        this.waiters.leave(this.ticket);
-    }
-}
-
-impl<W: Waiters> Drop for Registered<'_, W> {
-    /// Only reached when unwinding out of `park` (or the re-check).
-    fn drop(&mut self) {
-        self.waiters.abandon(self.ticket);
     }
 }
 

@@ -53,15 +53,14 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
-use std::time::Instant;
 
 use crate::chan::{Chan, Unsent};
 use crate::error::{RecvError, SendError, TryRecvError};
-use crate::hook::Park;
 use crate::rendezvous::{rethrow_deferred, Arrival, Packet, Settled, Side};
-use crate::sync::{fence, Arc, Ordering};
+use crate::sync::Arc;
 use crate::wait_list::Waiters;
 use crate::{Cas, Mode, Protocol, Receiver, Sender};
+use swco_wait::protocol::TaskPark;
 
 /// What a pending send future holds: its registration among blocked senders.
 type TxTicket<M, P> = <<M as Mode>::TxWait<P> as Waiters>::Ticket;
@@ -69,48 +68,19 @@ type TxTicket<M, P> = <<M as Mode>::TxWait<P> as Waiters>::Ticket;
 /// receivers.
 type RxTicket<M, P> = <<M as Mode>::RxWait<P> as Waiters>::Ticket;
 
-/// The [`Park`] of a task: hands the waiter lists the waker of the poll in
-/// progress. Futures never park; they return `Pending` instead.
-struct TaskPark<'a>(&'a Waker);
-
-impl Park for TaskPark<'_> {
-    fn waker(&self) -> Waker {
-        self.0.clone()
-    }
-
-    fn will_wake(&self, waker: &Waker) -> bool {
-        waker.will_wake(self.0)
-    }
-
-    fn park(&self, _deadline: Option<Instant>) {
-        // Never called: the futures register through `Waiters::register`
-        // and return `Pending` rather than park. Returning at once is a
-        // spurious wake-up, which `park`'s contract allows anyway.
-    }
-
-    fn spin_before_park(&self) -> bool {
-        false
-    }
-}
-
-/// Registers the task on `waiters`, fences, and re-checks (invariant 3).
-/// Returns the ticket if the operation is still blocked (the caller keeps it
-/// and returns `Pending`), or `None` after leaving if the peer made progress
-/// (or disconnected) in between (the caller retries).
+/// Registers the task on `waiters`, fences, and re-checks (invariant 3),
+/// through the blocking layer's one implementation
+/// ([`swco_wait::protocol::register`]). Returns the ticket if the operation
+/// is still blocked (the caller keeps it and returns `Pending`), or `None`
+/// after leaving if the peer made progress (or disconnected) in between
+/// (the caller retries).
 #[inline]
 fn register<W: Waiters>(
     waiters: &W,
     waker: &Waker,
     still_blocked: impl FnOnce() -> bool,
 ) -> Option<W::Ticket> {
-    let ticket = waiters.register(&TaskPark(waker));
-    fence(Ordering::SeqCst);
-    if still_blocked() {
-        Some(ticket)
-    } else {
-        waiters.leave(ticket);
-        None
-    }
+    swco_wait::protocol::register(waiters, &TaskPark(waker), still_blocked)
 }
 
 impl<T, M: Mode, P: Protocol> Sender<T, M, P> {

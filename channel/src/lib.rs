@@ -31,12 +31,16 @@
 //! Blocking goes through the [`hook`]: by default the OS thread parks; the
 //! swco executor installs a hook that suspends just the coroutine.
 //!
-//! Under `--cfg loom` the crate compiles against loom (see the `sync`
-//! module), for model checking.
+//! Under `--cfg loom` the crate compiles against loom (see
+//! `swco_wait::sync`), for model checking.
+//!
+//! The blocking machinery (the hook, the waiter lists and slots, the
+//! register → re-check → park protocol, the add-only word and claim) is the
+//! `swco-wait` crate's, which `swco::sync` builds on too; [`hook`] and
+//! [`updt`] are re-exported from there.
 
 #![warn(missing_docs)]
 
-mod backoff;
 mod batch;
 mod chan;
 mod claim;
@@ -53,18 +57,16 @@ pub use claim::combine::served_requests as __loom_combined_requests;
 mod endpoint;
 mod error;
 mod future;
-pub mod hook;
-mod lock;
 pub mod oneshot;
 mod rendezvous;
 mod ring;
 mod select;
 mod spaced;
-mod sync;
 mod timer;
-pub mod updt;
-mod wait_list;
 mod waiting_on;
+
+use swco_wait::{backoff, lock, sync, wait_list};
+pub use swco_wait::{hook, updt};
 
 pub use endpoint::{bounded_in, IntoIter, Iter, Receiver, Sender, TryIter};
 pub use error::{

@@ -84,8 +84,6 @@
 //!    select was chosen, and letting it go would make a try that cannot
 //!    see a blocked select's send, which two selecting parties need.
 
-use std::any::Any;
-use std::cell::Cell;
 use std::collections::VecDeque;
 use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -99,62 +97,9 @@ use crate::lock::RawLock;
 use crate::sync::{Arc, Ordering, UnsafeCell};
 use crate::updt::{UpdtCell, UpdtClaim};
 
-thread_local! {
-    /// A panic caught where unwinding would drop a message twice, to go on
-    /// once the message is settled. Set and taken with no suspension in
-    /// between, so by the same coroutine.
-    static DEFERRED: Cell<Option<Box<dyn Any + Send>>> = const { Cell::new(None) };
-    /// Whether `DEFERRED` holds a payload. Every block and suspension asks,
-    /// and a flag without a destructor is one load, where `DEFERRED` (which
-    /// has one) is a call and a take.
-    static HAS_DEFERRED: Cell<bool> = const { Cell::new(false) };
-}
-
-pub(crate) fn defer(payload: Box<dyn Any + Send>) {
-    DEFERRED.with(|d| {
-        // A second panic while one waits: keep the first, drop this one.
-        let first = d.take();
-        d.set(Some(first.unwrap_or(payload)));
-    });
-    HAS_DEFERRED.with(|f| f.set(true));
-}
-
-/// Takes the deferred panic, if any.
-fn take_deferred() -> Option<Box<dyn Any + Send>> {
-    HAS_DEFERRED.with(|f| f.set(false));
-    DEFERRED.with(Cell::take)
-}
-
-/// Forgets a deferred panic: its coroutine finished without blocking or
-/// suspending again.
-#[inline]
-pub(crate) fn discard_deferred() {
-    if HAS_DEFERRED.with(Cell::get) {
-        // Dropping a payload may panic (user code): the coroutine is done,
-        // and the executor reports escaped panics; do not take it down here.
-        let _ = catch_unwind(AssertUnwindSafe(|| drop(take_deferred())));
-    }
-}
-
-/// Goes on with a panic deferred by this thread's last rendezvous
-/// operation, if any: a sender's, once its copy of the message is
-/// forgotten; a receiver's, at its next blocking operation (or, in a
-/// coroutine, its next suspension), so that the message it was handed is
-/// its caller's first.
-#[inline]
-pub(crate) fn rethrow_deferred() {
-    if HAS_DEFERRED.with(Cell::get) {
-        rethrow_deferred_slow();
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn rethrow_deferred_slow() {
-    if let Some(payload) = take_deferred() {
-        resume_unwind(payload);
-    }
-}
+// Deferred unwinding lives in the blocking layer (`swco_wait::deferred`),
+// which every block and every coroutine suspension consults.
+pub(crate) use swco_wait::deferred::{defer, rethrow as rethrow_deferred};
 
 /// A queued packet's owner has not been served yet.
 const WAITING: usize = 0;
@@ -1377,29 +1322,5 @@ impl<T, L: RawLock> Drop for StaysQueued<'_, T, L> {
 fn leave<T, L: RawLock>(rendezvous: &Rendezvous<T, L>, side: Side, packet: &Packet<T>) {
     if let Settled::Moved(partner) = rendezvous.withdraw(side, packet) {
         drop(rendezvous.give_up(side, &partner));
-    }
-}
-
-#[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-
-    fn payload_of(r: std::thread::Result<()>) -> &'static str {
-        *r.expect_err("a deferred panic goes on")
-            .downcast::<&'static str>()
-            .expect("the first payload")
-    }
-
-    #[test]
-    fn a_deferred_panic_goes_on_once_and_the_first_one_wins() {
-        rethrow_deferred(); // nothing deferred: returns
-        defer(Box::new("first"));
-        defer(Box::new("second"));
-        assert_eq!(payload_of(catch_unwind(rethrow_deferred)), "first");
-        rethrow_deferred(); // taken: returns
-        defer(Box::new("third"));
-        discard_deferred();
-        rethrow_deferred(); // discarded: returns
-        assert!(DEFERRED.with(|d| d.take()).is_none());
     }
 }

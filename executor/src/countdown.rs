@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::task::Waker;
 
-use swco_channel::hook::{self, Describe, Op, WaitingOn};
+use swco_wait::hook::{self, Describe, Op, WaitingOn};
 
 /// What a waiter on a [`Countdown`] is waiting for, for dumps.
 #[derive(Clone, Copy, Debug)]

@@ -29,8 +29,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use swco_channel::hook::{Op, WaitingOn};
 use swco_channel::mpsc;
+use swco_wait::hook::{Op, WaitingOn};
 
 use crate::executor::Local;
 use crate::inbox::SpawnNode;

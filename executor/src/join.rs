@@ -48,7 +48,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
-use swco_channel::hook::{self, Describe, Op, WaitingOn};
+use swco_wait::hook::{self, Describe, Op, WaitingOn};
 
 /// Why a coroutine produced no value.
 #[derive(Debug, Clone, PartialEq, Eq)]

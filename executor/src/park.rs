@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::task::Waker;
 use std::time::Instant;
 
-use swco_channel::hook::{self, Op, Park, WaitingOn};
+use swco_wait::hook::{self, Op, Park, WaitingOn};
 
 use crate::executor::Local;
 use crate::task::{Suspend, TaskHeader};
@@ -134,6 +134,19 @@ impl Park for CoroutinePark {
             Some((local, _)) => local.nothing_else_to_run(),
             // Outside, defer to the thread parker.
             None => self.fallback.spin_before_park(),
+        }
+    }
+
+    fn party(&self) -> usize {
+        // SAFETY: as in `running`: a non-null `local` points at the live
+        // Local of this thread's executor.
+        let local = unsafe { self.local.get().as_ref() };
+        // The running coroutine, also where it cannot suspend (its header
+        // lives as long as its task, wherever it runs): a lock it holds is
+        // still its own there.
+        match local.and_then(Local::running_header) {
+            Some(header) => Arc::as_ptr(header) as usize,
+            None => self.fallback.party(),
         }
     }
 }

@@ -3,7 +3,7 @@
 //! Every atomic, lock and cell the executor shares between threads comes
 //! from here, so that `RUSTFLAGS="--cfg loom"` swaps them all onto loom's
 //! model checker at once. The thread parker is the channel crate's
-//! ([`swco_channel::hook::Parker`]), which makes the same choice itself, so
+//! ([`swco_wait::hook::Parker`]), which makes the same choice itself, so
 //! an executor thread parks the way a blocked channel user does.
 
 #[cfg(loom)]
@@ -42,4 +42,4 @@ mod imp {
 
 pub(crate) use imp::*;
 pub(crate) use std::sync::atomic::Ordering;
-pub(crate) use swco_channel::hook::{Parker, Unparker};
+pub(crate) use swco_wait::hook::{Parker, Unparker};

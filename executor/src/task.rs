@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use corosensei::{Coroutine, Yielder};
 use std::cell::UnsafeCell;
-use swco_channel::hook::{Op, WaitingOn};
+use swco_wait::hook::{Op, WaitingOn};
 
 use crate::inbox::WakeLink;
 use crate::join::{CancelFlag, SpawnInfo};

@@ -22,7 +22,7 @@
 //!
 //! * **One claimant at a time reads and writes `pos`.** Only the holder of
 //!   the claim touches it, and the claim is exclusive (see [`UpdtClaim`], in
-//!   `channel/src/updt.rs`).
+//!   `wait/src/updt.rs`).
 //! * **A position is claimed at most once.** The holder moves `pos` past the
 //!   position before releasing, and the next holder's `Acquire` of the claim
 //!   (its `SeqCst` load of `done`) sees that store.

@@ -353,7 +353,7 @@ impl Local {
             // A cancellation that a rendezvous receive put off, in a
             // coroutine that then finished without suspending: nothing is
             // left to cancel, and it must not go on in the next coroutine.
-            swco_channel::hook::discard_deferred_unwind();
+            swco_wait::hook::discard_deferred_unwind();
         });
         self.tasks.borrow_mut().put(
             slot,

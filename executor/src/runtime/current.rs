@@ -13,7 +13,7 @@ use crate::executor::Local;
 use crate::join::{JoinHandle, SpawnInfo};
 use crate::spawning::SpawnOptions;
 use crate::task::Suspend;
-use swco_channel::hook::{Op, WaitingOn};
+use swco_wait::hook::{Op, WaitingOn};
 
 /// Spawns a coroutine on the current coroutine's runtime, placed by its
 /// policy.
@@ -102,7 +102,7 @@ pub fn yield_now() {
     match Local::current().filter(|l| l.can_suspend()) {
         Some(local) => {
             // A cancellation a rendezvous receive put off goes on now.
-            swco_channel::hook::resume_deferred_unwind();
+            swco_wait::hook::resume_deferred_unwind();
             local.suspend(Suspend::Yield)
         }
         None => thread::yield_now(),
@@ -157,7 +157,7 @@ pub fn sleep_until(deadline: Instant) {
                     .running_header()
                     .expect("a coroutine that can suspend is running");
                 // A cancellation a rendezvous receive put off goes on now.
-                swco_channel::hook::resume_deferred_unwind();
+                swco_wait::hook::resume_deferred_unwind();
                 // Nobody holds a waker for this coroutine, so only the
                 // timer (or a cancelling shutdown) resumes it; the loop
                 // absorbs any early return all the same.

@@ -53,6 +53,7 @@ pub trait Waiters: Send + Sync + 'static {
     /// waiter in the list, or the flag stored before the lock).
     const LOCKED: bool;
 
+    /// An empty list (or slot).
     fn new() -> Self;
 
     /// Adds the caller, to be woken through `park`'s waker. Follow with
@@ -163,53 +164,85 @@ impl<L: RawLock> WaitList<L> {
         r
     }
 
-    /// Adds a waiter. Follow with `fence(SeqCst)` and a re-check.
-    fn add(&self, waker: Waker) -> Key {
+    /// Adds a waiter, woken through `waker`, at the back. Follow with
+    /// `fence(SeqCst)` and a re-check; leave with [`remove`](Self::remove).
+    pub fn add(&self, waker: Waker) -> Key {
         self.with_locked(|entries, next| {
             let key = *next;
             *next += 1;
             entries.push_back((key, waker));
             // Relaxed: the caller's fence(SeqCst) orders it before the re-check.
-            self.len.store(entries.len(), Ordering::Relaxed);
+            self.len.store(entries.len(), Ordering::Release);
             Key(key)
         })
     }
 
     /// Removes a waiter that stops waiting. Returns `false` if it was no
     /// longer listed, i.e. a waker chose it.
-    fn remove(&self, key: Key) -> bool {
+    pub fn remove(&self, key: Key) -> bool {
         // We stored a non-zero length when we registered, so reading zero
         // (our own store or a later one) means a waker has since emptied the
         // list, taking our entry with it: no need for the lock. This is the
         // common case after a wake-up.
-        // Relaxed: coherence on `len` alone is what the argument needs.
-        if self.len.load(Ordering::Relaxed) == 0 {
+        // Acquire, with every store of `len` a Release (all made under the
+        // lock): a waiter that learns here that it was chosen synchronises
+        // with the waker that chose it (or with a later holder of the
+        // lock), so what the waker handed over (a lock, a permit) comes
+        // with what its giver wrote before. Loom's Mutex model caught the
+        // Relaxed pair: two holders at once.
+        if self.len.load(Ordering::Acquire) == 0 {
             return false;
         }
         self.with_locked(|entries, _| {
             let found = entries.iter().position(|(k, _)| *k == key.0);
             if let Some(i) = found {
                 entries.remove(i);
-                self.len.store(entries.len(), Ordering::Relaxed);
+                self.len.store(entries.len(), Ordering::Release);
             }
             found.is_some()
         })
     }
 
-    /// Cheap check, after the caller's `fence(SeqCst)` or claim.
+    /// Cheap check, after the caller's `fence(SeqCst)` or claim: `false`
+    /// means no waiter registered before that ordering point.
     #[inline]
-    fn has_waiters(&self) -> bool {
+    pub fn has_waiters(&self) -> bool {
         // Relaxed: ordered by the caller's fence against the waiter's fence
         // (or by the claim against the waiter's re-check; see the module
         // docs).
         self.len.load(Ordering::Relaxed) != 0
     }
 
+    /// Chooses the oldest waiter if there is one and `grant()`, called
+    /// under the list's lock with a waiter there, says yes: it is removed
+    /// (which is how it learns it was chosen: its [`remove`](Self::remove)
+    /// returns `false`) and woken after the lock is released. Returns
+    /// whether a waiter was chosen. `grant` must not block or panic; it is
+    /// what hands the waiter what it waits for (a lock, a permit), so that
+    /// the hand-off and the choice are one step.
+    pub fn wake_one_if(&self, grant: impl FnOnce() -> bool) -> bool {
+        let chosen = self.with_locked(|entries, _| {
+            if entries.is_empty() || !grant() {
+                return None;
+            }
+            let first = entries.pop_front();
+            self.len.store(entries.len(), Ordering::Release);
+            first
+        });
+        match chosen {
+            Some((_, waker)) => {
+                waker.wake();
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Wakes the oldest waiter, if any.
     fn wake_one(&self) {
         if let Some((_, waker)) = self.with_locked(|entries, _| {
             let first = entries.pop_front();
-            self.len.store(entries.len(), Ordering::Relaxed);
+            self.len.store(entries.len(), Ordering::Release);
             first
         }) {
             waker.wake();
@@ -274,7 +307,7 @@ impl<L: RawLock + 'static> Waiters for WaitList<L> {
 
     fn notify_all(&self) {
         let all = self.with_locked(|entries, _| {
-            self.len.store(0, Ordering::Relaxed);
+            self.len.store(0, Ordering::Release);
             std::mem::take(entries)
         });
         for (_, waker) in all {

@@ -1,14 +1,12 @@
 //! The one place that decides between `std` and `loom`.
 //!
-//! Every atomic, cell, spin hint, thread-local and parker used by the channel
-//! (and by the executor crate, which re-uses this module) comes from here, so
-//! that `RUSTFLAGS="--cfg loom"` swaps the whole crate onto loom's model
-//! checker at once. Nothing else in the crate names `std::sync::atomic` or
-//! `loom` directly.
-//!
-//! The module is private. Its thread parker is the one piece other crates
-//! use: `hook::Parker` re-exports it, so the executor's threads park the way
-//! a blocked channel user does, under loom too.
+//! Every atomic, cell, spin hint, thread-local and parker used by this
+//! crate, by the channels and by the `swco::sync` types comes from here, so
+//! that `RUSTFLAGS="--cfg loom"` swaps them all onto loom's model checker at
+//! once. Nothing else in those crates names `std::sync::atomic` or `loom`
+//! directly. The executor parks its threads with this module's parker
+//! (`hook::Parker`), so they park the way a blocked channel user does, under
+//! loom too.
 
 #[cfg(loom)]
 mod imp {
@@ -98,14 +96,17 @@ mod imp {
     pub struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
 
     impl<T> UnsafeCell<T> {
+        /// A cell holding `value`.
         #[inline]
         pub const fn new(value: T) -> Self {
             UnsafeCell(std::cell::UnsafeCell::new(value))
         }
+        /// Runs `f` with a pointer for reading the value.
         #[inline]
         pub fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
             f(self.0.get())
         }
+        /// Runs `f` with a pointer for writing the value.
         #[inline]
         pub fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
             f(self.0.get())

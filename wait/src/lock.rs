@@ -9,12 +9,15 @@ use crate::updt::UpdtClaim;
 
 /// A lock that guards a waiter list.
 pub trait RawLock: Send + Sync {
+    /// An unlocked lock.
     fn new() -> Self;
+    /// Spins (then yields the thread) until the lock is held.
     fn lock(&self);
+    /// Releases the lock held by the caller.
     fn unlock(&self);
 }
 
-/// Test-and-test-and-set lock.
+/// Test-and-test-and-set lock, by compare-and-swap.
 pub struct CasLock {
     locked: AtomicBool,
 }

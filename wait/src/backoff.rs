@@ -11,26 +11,40 @@ use std::cell::Cell;
 use crate::sync::thread_local;
 use crate::sync::{spin_hint, yield_thread};
 
+impl Default for Backoff {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Default for Jitter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// Spins before this many steps; yields the thread after.
 const SPIN_LIMIT: u32 = 6;
 /// After this many steps a blocking operation stops snoozing and parks.
 const YIELD_LIMIT: u32 = 10;
 
 /// Exponential backoff, as in crossbeam-utils, but loom-aware.
-pub(crate) struct Backoff {
+pub struct Backoff {
     step: u32,
 }
 
 impl Backoff {
+    /// A fresh backoff, at its first step.
     #[inline]
-    pub(crate) fn new() -> Self {
+    #[must_use]
+    pub fn new() -> Self {
         Backoff { step: 0 }
     }
 
     /// Backs off after a lost race (a failed CAS): the winner is making
     /// progress, so a short spin is enough.
     #[inline]
-    pub(crate) fn spin(&mut self) {
+    pub fn spin(&mut self) {
         if cfg!(loom) {
             // Under loom each yield is a scheduling point the model checker
             // branches on, and one yield already lets every other thread run
@@ -50,7 +64,7 @@ impl Backoff {
     /// peer between claim and publish): spin first, then give the CPU away,
     /// since on a small machine the peer may need our core to finish.
     #[inline]
-    pub(crate) fn snooze(&mut self) {
+    pub fn snooze(&mut self) {
         if cfg!(loom) {
             // One yield per retry under loom, as in `spin`.
             yield_thread();
@@ -68,14 +82,16 @@ impl Backoff {
 
     /// Whether snoozing has gone on long enough that parking is cheaper.
     #[inline]
-    pub(crate) fn is_completed(&self) -> bool {
+    #[must_use]
+    pub fn is_completed(&self) -> bool {
         self.step > YIELD_LIMIT
     }
 
     /// Whether the spinning steps are done: the next snooze would yield
     /// the thread.
     #[inline]
-    pub(crate) fn is_spun(&self) -> bool {
+    #[must_use]
+    pub fn is_spun(&self) -> bool {
         self.step > SPIN_LIMIT
     }
 }
@@ -101,7 +117,8 @@ fn seed() -> u32 {
 /// random start).
 #[cfg(not(loom))]
 #[inline]
-pub(crate) fn next_random() -> u32 {
+#[must_use]
+pub fn next_random() -> u32 {
     SEED.with(|s| {
         let mut x = s.get();
         if x == 0 {
@@ -131,7 +148,7 @@ pub(crate) fn next_random() -> u32 {
 /// committed for tens of microseconds (so that the holder surely gets a
 /// core) was worse still: every sleeper's wake-up can preempt another
 /// holder, and the stalls fed on themselves.
-pub(crate) struct Jitter {
+pub struct Jitter {
     #[cfg_attr(loom, allow(dead_code))]
     step: u32,
 }
@@ -141,13 +158,17 @@ pub(crate) struct Jitter {
 const JITTER_YIELD_STEP: u32 = 3;
 
 impl Jitter {
+    /// A fresh jitter, at its smallest window.
     #[inline]
-    pub(crate) fn new() -> Self {
+    #[must_use]
+    pub fn new() -> Self {
         Jitter { step: 0 }
     }
 
+    /// Waits a random number of spins from the current window, then widens
+    /// it.
     #[inline]
-    pub(crate) fn wait(&mut self) {
+    pub fn wait(&mut self) {
         #[cfg(loom)]
         {
             // Loom explores the interleavings itself; delays mean nothing.

@@ -33,7 +33,7 @@
 //!   for any waker still reading the old one.
 //!
 //! ```
-//! use swco_channel::hook::{self, Park};
+//! use swco_wait::hook::{self, Park};
 //! use std::rc::Rc;
 //! use std::sync::Arc;
 //! use std::task::{Wake, Waker};
@@ -120,6 +120,15 @@ pub trait Park {
     fn spin_before_park(&self) -> bool {
         false
     }
+
+    /// Who will call [`park`](Park::park) next, as a number: the same for
+    /// every call made by one party (a thread, or a coroutine wherever it
+    /// runs) for as long as it lives, and different from every other live
+    /// party's. `0` means "cannot tell" (the default). A lock uses it to
+    /// recognise a party locking what it already holds.
+    fn party(&self) -> usize {
+        0
+    }
 }
 
 /// The default context: parks the OS thread with a token parker.
@@ -160,6 +169,17 @@ impl Park for ThreadPark {
     fn spin_before_park(&self) -> bool {
         // Under loom, spinning only multiplies the interleavings to explore.
         cfg!(not(loom))
+    }
+    fn party(&self) -> usize {
+        // The address of a thread-local of this thread: no other live
+        // thread shares it. Once it is gone (the thread is exiting), "cannot
+        // tell".
+        // (Under loom, thread-local addresses may repeat across the model's
+        // threads: "cannot tell".)
+        if cfg!(loom) {
+            return 0;
+        }
+        PARTY.try_with(|p| p as *const u8 as usize).unwrap_or(0)
     }
 }
 
@@ -206,11 +226,14 @@ fn thread_park() -> Rc<dyn Park> {
 std::thread_local! {
     static INSTALLED: Cell<Option<NonNull<dyn Park>>> = const { Cell::new(None) };
     static USERS: Cell<usize> = const { Cell::new(0) };
+    /// Only its address matters: this thread's [`Park::party`].
+    static PARTY: u8 = const { 0 };
 }
 #[cfg(loom)]
 thread_local! {
     static INSTALLED: Cell<Option<NonNull<dyn Park>>> = Cell::new(None);
     static USERS: Cell<usize> = Cell::new(0);
+    static PARTY: u8 = 0;
 }
 
 /// Installs `hook` as this thread's park context and returns the previous
@@ -248,11 +271,12 @@ pub fn set_current(hook: Option<Rc<dyn Park>>) -> Option<Rc<dyn Park>> {
 }
 
 /// For executors: goes on with an unwinding (a cancellation) that a
-/// rendezvous receive on this thread put off because it had already been
-/// handed its message. Call before suspending a coroutine.
+/// blocking operation on this thread put off (a rendezvous receive that had
+/// already been handed its message; see [`crate::deferred`]). Call before
+/// suspending a coroutine.
 #[inline]
 pub fn resume_deferred_unwind() {
-    crate::rendezvous::rethrow_deferred();
+    crate::deferred::rethrow();
 }
 
 /// For executors: forgets an unwinding put off as for
@@ -260,7 +284,24 @@ pub fn resume_deferred_unwind() {
 /// suspending again (it completed, so there is nothing left to cancel).
 #[inline]
 pub fn discard_deferred_unwind() {
-    crate::rendezvous::discard_deferred();
+    crate::deferred::discard();
+}
+
+/// The [`Park::party`] of this thread's park context (the installed one, or
+/// the OS-thread parker): who would park if the caller blocked now. Unlike
+/// [`with_current`], goes on with no deferred unwinding: it does not block.
+#[must_use]
+#[inline]
+pub fn current_party() -> usize {
+    match INSTALLED.try_with(Cell::get).ok().flatten() {
+        // SAFETY: `INSTALLED` points at the context `CURRENT` owns, as in
+        // `with_current`; `party` does not call out, so no `set_current`
+        // can replace the context while we use it, and the reference does
+        // not outlive this call.
+        Some(installed) => unsafe { (*installed.as_ptr()).party() },
+        None if cfg!(loom) => 0,
+        None => PARTY.try_with(|p| p as *const u8 as usize).unwrap_or(0),
+    }
 }
 
 /// This thread's park context: the installed one, or the OS-thread parker.
@@ -280,7 +321,7 @@ pub fn current() -> Rc<dyn Park> {
 pub fn with_current<R>(f: impl FnOnce(&dyn Park) -> R) -> R {
     // A cancellation that a rendezvous receive put off (it had been handed
     // its message) goes on now, before this thread blocks again.
-    crate::rendezvous::rethrow_deferred();
+    crate::deferred::rethrow();
     /// Counts a `with_current` out, also when `f` unwinds.
     struct Using;
     impl Drop for Using {

@@ -89,7 +89,7 @@ use crate::sync::{AtomicUsize, Ordering};
 /// like memory as seen from a Sunway CPE.
 ///
 /// ```
-/// use swco_channel::updt::UpdtCell;
+/// use swco_wait::updt::UpdtCell;
 /// use std::sync::atomic::Ordering;
 ///
 /// let w = UpdtCell::new(5);
@@ -133,7 +133,7 @@ impl UpdtCell {
 /// corrected. See the module docs for the protocol and its invariants.
 ///
 /// ```
-/// use swco_channel::updt::UpdtClaim;
+/// use swco_wait::updt::UpdtClaim;
 ///
 /// let c = UpdtClaim::new();
 /// assert!(c.try_claim());

@@ -1,0 +1,156 @@
+//! Models of the `swco::sync` types, one per type, on loom threads parking
+//! through the hook's default thread parker (the executor does not build
+//! under loom; a coroutine parks through the same register / fence /
+//! re-check / park steps, only its `park` differs).
+//!
+//! * `Mutex`: mutual exclusion (a loom cell written under the guard: two
+//!   holders at once are a data race loom reports) and no lost wake-up (a
+//!   waiter left asleep is a deadlock loom reports), three parties;
+//! * `Semaphore`: permits are conserved: never more holders than permits,
+//!   and every permit back at the end, with an `add_permits` racing;
+//! * `Barrier`: generations: two rounds of two parties, nobody leaves a
+//!   round before its last party arrived, one leader per round;
+//! * `WaitGroup`: the count: `wait` returns only after every other clone
+//!   is gone.
+//!
+//! Instrumentation uses `std` atomics (see `common`).
+#![cfg(loom)]
+
+#[macro_use]
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+
+use loom::cell::UnsafeCell;
+use loom::sync::Arc;
+use loom::thread;
+use swco_sync::{Barrier, Mutex, Semaphore, WaitGroup};
+
+/// Three parties lock once each and increment a loom cell under the guard.
+fn mutex_exclusion() {
+    let m = Arc::new(Mutex::new(()));
+    let cell = Arc::new(UnsafeCell::new(0usize));
+    let bump = |m: &Mutex<()>, cell: &UnsafeCell<usize>| {
+        let _g = m.lock();
+        // SAFETY: written only under the guard; loom reports a concurrent
+        // access if the mutex let two holders in.
+        cell.with_mut(|p| unsafe { *p += 1 });
+    };
+    let threads: Vec<_> = (0..2)
+        .map(|_| {
+            let (m, cell) = (m.clone(), cell.clone());
+            thread::spawn(move || bump(&m, &cell))
+        })
+        .collect();
+    bump(&m, &cell);
+    for t in threads {
+        t.join().unwrap();
+    }
+    let _g = m.lock();
+    // SAFETY: as above.
+    assert_eq!(cell.with(|p| unsafe { *p }), 3);
+}
+
+/// One permit; two threads take it in turn while the main thread adds a
+/// second one. At most two holders at once, at most one before the add;
+/// all permits back at the end.
+fn semaphore_conserves_permits() {
+    let s = Arc::new(Semaphore::new(1));
+    let inside = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let threads: Vec<_> = (0..2)
+        .map(|_| {
+            let (s, inside) = (s.clone(), inside.clone());
+            thread::spawn(move || {
+                let _p = s.acquire();
+                let now = inside.fetch_add(1, SeqCst) + 1;
+                assert!(now <= 2, "{now} holders of 2 permits");
+                inside.fetch_sub(1, SeqCst);
+            })
+        })
+        .collect();
+    s.add_permits(1);
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(s.available_permits(), 2, "a permit was lost or made");
+}
+
+/// The same with one permit and no add: at most one holder.
+fn semaphore_excludes() {
+    let s = Arc::new(Semaphore::new(1));
+    let inside = Arc::new(AtomicUsize::new(0));
+    let threads: Vec<_> = (0..2)
+        .map(|_| {
+            let (s, inside) = (s.clone(), inside.clone());
+            thread::spawn(move || {
+                let _p = s.acquire();
+                assert_eq!(inside.fetch_add(1, SeqCst), 0, "two holders of 1 permit");
+                thread::yield_now();
+                inside.fetch_sub(1, SeqCst);
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(s.available_permits(), 1, "a permit was lost or made");
+}
+
+/// Two parties, two rounds each.
+fn barrier_generations() {
+    let b = Arc::new(Barrier::new(2));
+    let arrived = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
+    let leaders = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
+    let party = {
+        let (b, arrived, leaders) = (b.clone(), arrived.clone(), leaders.clone());
+        move || {
+            for round in 0..2 {
+                arrived[round].fetch_add(1, SeqCst);
+                if b.wait().is_leader() {
+                    leaders[round].fetch_add(1, SeqCst);
+                }
+                assert_eq!(arrived[round].load(SeqCst), 2, "left round {round} early");
+            }
+        }
+    };
+    let other = thread::spawn(party.clone());
+    party();
+    other.join().unwrap();
+    for round in 0..2 {
+        assert_eq!(leaders[round].load(SeqCst), 1, "round {round}");
+    }
+}
+
+/// Two members finish on their threads; the main thread waits.
+fn wait_group_count() {
+    let wg = WaitGroup::new();
+    let done = Arc::new(AtomicUsize::new(0));
+    let threads: Vec<_> = (0..2)
+        .map(|_| {
+            let (wg, done) = (wg.clone(), done.clone());
+            thread::spawn(move || {
+                done.fetch_add(1, SeqCst);
+                drop(wg);
+            })
+        })
+        .collect();
+    wg.wait();
+    assert_eq!(done.load(SeqCst), 2, "wait returned before every member");
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+model!(
+    mutex_mutual_exclusion_and_no_lost_wake_up,
+    2,
+    mutex_exclusion()
+);
+model!(
+    semaphore_permits_conserved,
+    2,
+    semaphore_conserves_permits()
+);
+model!(semaphore_one_permit_one_holder, 2, semaphore_excludes());
+model!(barrier_generations_two_rounds, 2, barrier_generations());
+model!(wait_group_counts_to_zero, 2, wait_group_count());
