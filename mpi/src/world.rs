@@ -18,36 +18,14 @@ use std::sync::Arc;
 use mpi::topology::SimpleCommunicator;
 use swco::channel::{mpmc, mpsc, spsc};
 
-use crate::bridge::{self, Cmd, TypedIn, TypedOut};
-use crate::endpoint::{
-    Bell, InShared, InStats, OutShared, RemoteReceiver, RemoteSender, Run, QUEUE_CAP, TOKEN_CAP,
-};
+use crate::bridge::{Cmd, Ready};
+use crate::endpoint::{RemoteReceiver, RemoteSender};
+use crate::error::InitError;
+use crate::inbound::TypedIn;
+use crate::outbound::TypedOut;
+use crate::progress;
+use crate::shared::{Bell, InShared, InStats, OutShared, Run, QUEUE_CAP, TOKEN_CAP};
 use crate::wire::{Payload, MAX_TAG};
-
-/// Why [`World::init`] failed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum InitError {
-    /// MPI was initialised already (by another `World` or by hand).
-    AlreadyInitialized,
-    /// MPI granted a thread level below `Multiple` (the level it granted).
-    ThreadLevel(String),
-    /// The bridge could not start or died during start-up.
-    Bridge(String),
-}
-
-impl fmt::Display for InitError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            InitError::AlreadyInitialized => write!(f, "MPI is already initialised"),
-            InitError::ThreadLevel(l) => {
-                write!(f, "MPI granted thread level {l}, swco-mpi needs Multiple")
-            }
-            InitError::Bridge(e) => write!(f, "the MPI bridge failed: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for InitError {}
 
 /// Which ranks feed a [`RemoteReceiver`]. The receiver disconnects once
 /// every rank of the set has closed (dropped all its senders for the
@@ -123,7 +101,7 @@ impl World {
         World::start(|cmd_rx, bell_rx, ready_tx| {
             std::thread::Builder::new()
                 .name("swco-mpi-bridge".into())
-                .spawn(move || bridge::run(cmd_rx, bell_rx, ready_tx))
+                .spawn(move || progress::run(cmd_rx, bell_rx, ready_tx))
                 .map(Host::Thread)
                 .map_err(|e| InitError::Bridge(e.to_string()))
         })
@@ -184,7 +162,7 @@ impl World {
             )));
         }
         World::start(|cmd_rx, bell_rx, ready_tx| {
-            rt.spawn_on(cpe, move || bridge::run(cmd_rx, bell_rx, ready_tx))
+            rt.spawn_on(cpe, move || progress::run(cmd_rx, bell_rx, ready_tx))
                 .map(Host::Coroutine)
                 .map_err(|e| InitError::Bridge(e.to_string()))
         })
@@ -195,12 +173,12 @@ impl World {
         launch: impl FnOnce(
             mpmc::Receiver<Cmd>,
             mpsc::Receiver<()>,
-            spsc::Sender<bridge::Ready>,
+            spsc::Sender<Ready>,
         ) -> Result<Host, InitError>,
     ) -> Result<World, InitError> {
         let (bell_tx, bell_rx) = mpsc::bounded::<()>(1);
         let (cmd_tx, cmd_rx) = mpmc::bounded::<Cmd>(64);
-        let (ready_tx, ready_rx) = spsc::bounded::<bridge::Ready>(1);
+        let (ready_tx, ready_rx) = spsc::bounded::<Ready>(1);
         let host = launch(cmd_rx, bell_rx, ready_tx)?;
         match ready_rx.recv() {
             Ok(Ok((rank, size))) => Ok(World {
