@@ -223,6 +223,10 @@ impl<T: Payload> RemoteSender<T> {
     /// Sends `msg`, waiting for credit if the receiver has none to spare:
     /// inside a coroutine only the coroutine waits. Fails, giving `msg`
     /// back, once the receiver is gone.
+    ///
+    /// # Errors
+    /// [`SendError`] with `msg` when the route is disconnected: the
+    /// receiver is gone, or this rank's world finalised.
     pub fn send(&self, msg: T) -> Result<(), SendError<T>> {
         match self.credits(1, Wait::Forever) {
             Ok(_) => self.enqueue(msg),
@@ -232,6 +236,10 @@ impl<T: Payload> RemoteSender<T> {
 
     /// Sends `msg` if credit is at hand now. A `Full` answer still asks
     /// the receiver for credit, so a later try may succeed.
+    ///
+    /// # Errors
+    /// [`TrySendError::Full`] with `msg` when no credit is at hand,
+    /// [`TrySendError::Disconnected`] when the route is disconnected.
     pub fn try_send(&self, msg: T) -> Result<(), TrySendError<T>> {
         match self.credits(1, Wait::Now) {
             Ok(_) => self
@@ -244,6 +252,11 @@ impl<T: Payload> RemoteSender<T> {
 
     /// Sends `msg`, waiting at most `timeout` for credit. A credit granted
     /// after the timeout stays on this rank for the route's next send.
+    ///
+    /// # Errors
+    /// [`SendTimeoutError::Timeout`] with `msg` when no credit came in
+    /// time, [`SendTimeoutError::Disconnected`] when the route is
+    /// disconnected.
     pub fn send_timeout(&self, msg: T, timeout: Duration) -> Result<(), SendTimeoutError<T>> {
         let wait = Wait::after(timeout);
         match self.credits(1, wait) {
@@ -365,16 +378,19 @@ impl<T: Payload> RemoteSender<T> {
     }
 
     /// The destination rank.
+    #[must_use]
     pub fn dest(&self) -> i32 {
         self.shared.dest
     }
 
     /// The channel's tag.
+    #[must_use]
     pub fn tag(&self) -> u16 {
         self.shared.tag
     }
 
     /// True once the receiver is known to be gone (or the world finalised).
+    #[must_use]
     pub fn is_disconnected(&self) -> bool {
         // Acquire: pairs with the bridge's store in `disconnect`, so what
         // the bridge did before it (the token channel dropped) is seen.
@@ -577,6 +593,10 @@ impl<T: 'static> RemoteReceiver<T> {
     }
 
     /// Waits for a message (suspending only the calling coroutine).
+    ///
+    /// # Errors
+    /// [`RecvError`] once every source rank has closed and the buffer is
+    /// drained.
     pub fn recv(&self) -> Result<T, RecvError> {
         if let Some(m) = self.pending.borrow_mut().next() {
             self.took_n(1);
@@ -592,11 +612,20 @@ impl<T: 'static> RemoteReceiver<T> {
     }
 
     /// Takes a message if one is here.
+    ///
+    /// # Errors
+    /// [`TryRecvError::Empty`] when none is, [`TryRecvError::Disconnected`]
+    /// once every source rank has closed and the buffer is drained.
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
         self.take_one(|| self.rx.try_recv())
     }
 
     /// Waits at most `timeout` for a message.
+    ///
+    /// # Errors
+    /// [`RecvTimeoutError::Timeout`] when none came in time,
+    /// [`RecvTimeoutError::Disconnected`] once every source rank has closed
+    /// and the buffer is drained.
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
         self.take_one(|| self.wait_run(Instant::now().checked_add(timeout)))
     }

@@ -97,6 +97,11 @@ impl World {
     /// Initialises MPI with thread level `Multiple` on a new bridge thread.
     /// An error (not a panic) if MPI is initialised already or grants a
     /// lower level.
+    ///
+    /// # Errors
+    /// [`InitError::AlreadyInitialized`] if MPI was initialised already,
+    /// [`InitError::ThreadLevel`] if it grants less than `Multiple`,
+    /// [`InitError::Bridge`] if the bridge thread could not start.
     pub fn init() -> Result<World, InitError> {
         World::start(|cmd_rx, bell_rx, ready_tx| {
             std::thread::Builder::new()
@@ -200,11 +205,13 @@ impl World {
     }
 
     /// This rank.
+    #[must_use]
     pub fn rank(&self) -> i32 {
         self.rank
     }
 
     /// The number of ranks.
+    #[must_use]
     pub fn size(&self) -> i32 {
         self.size
     }
@@ -223,6 +230,7 @@ impl World {
     /// # Panics
     /// If `dest` is not a rank, `tag > MAX_TAG`, or this rank already has
     /// a route to (`dest`, `tag`) carrying another type.
+    #[must_use]
     pub fn sender<T: Payload>(&self, dest: i32, tag: u16) -> RemoteSender<T> {
         assert!(
             (0..self.size).contains(&dest),
@@ -331,6 +339,7 @@ impl World {
 
     /// Shorthand for `receiver(Source::All, tag, capacity)`: fed by every
     /// rank, this one included.
+    #[must_use]
     pub fn receiver_any<T: Payload>(&self, tag: u16, capacity: usize) -> RemoteReceiver<T> {
         self.receiver(Source::All, tag, capacity)
     }
@@ -340,6 +349,9 @@ impl World {
     /// barriers). The bridge serves nothing else meanwhile, so call it
     /// where no channel traffic is under way, collectively if `job` is
     /// collective.
+    ///
+    /// # Panics
+    /// If `job` panics (on the bridge), or the bridge is gone.
     pub fn run_raw<R: Send + 'static>(
         &self,
         job: impl FnOnce(&SimpleCommunicator) -> R + Send + 'static,
