@@ -49,3 +49,9 @@ pub use mpi;
 pub use swco::channel::{
     RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
 };
+
+/// The README's examples, compiled as doc tests (`no_run`: they need
+/// `mpirun`).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
