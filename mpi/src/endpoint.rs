@@ -48,15 +48,15 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::bridge::{Helped, Helper};
+use crate::helper::{self, Helped, Helper};
+use crate::shared::{InShared, OutShared, Run};
 use crate::wire::Payload;
 use swco::channel::{
-    mpmc, mpsc, RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError,
-    TrySendError,
+    mpsc, RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
 };
 
 /// Most bridge iterations a waiting receive on the bridge's thread runs
@@ -72,115 +72,6 @@ const HELP_YIELD_EVERY: u32 = 16;
 /// (every route, control frames, pending sends, local work) once in this
 /// many polls, and tests only its own receive in the others.
 const HELP_FULL_EVERY: u32 = 16;
-
-/// Rings the bridge awake; never blocks.
-#[derive(Clone, Debug)]
-pub(crate) struct Bell(pub(crate) mpsc::Sender<()>);
-
-impl Bell {
-    pub(crate) fn ring(&self) {
-        let _ = self.0.try_send(());
-    }
-}
-
-/// What travels through a route's queue to the bridge, and from the bridge
-/// to a receiver: one message, or a run of them that moves as one channel
-/// element (one claim, one wake, and a `Vec` moved rather than its
-/// messages copied one by one).
-pub(crate) enum Run<T> {
-    One(T),
-    Many(Vec<T>),
-}
-
-impl<T> Run<T> {
-    /// The run for `v`: `One` for a single message, so that the common
-    /// case allocates nothing more.
-    pub(crate) fn of(mut v: Vec<T>) -> Run<T> {
-        if v.len() == 1 {
-            Run::One(v.pop().expect("one message"))
-        } else {
-            Run::Many(v)
-        }
-    }
-
-    /// Appends the run's messages to `out`.
-    pub(crate) fn append_to(self, out: &mut Vec<T>) {
-        match self {
-            Run::One(m) => out.push(m),
-            Run::Many(mut v) => {
-                if out.is_empty() {
-                    *out = v; // take the allocation, copy nothing
-                } else {
-                    out.append(&mut v);
-                }
-            }
-        }
-    }
-}
-
-/// Capacity of a route's token channel, in grants (each any amount).
-pub(crate) const TOKEN_CAP: usize = 64;
-/// Capacity of a route's queue to the bridge, in runs. Every message in it
-/// holds a credit, so credit bounds it too; a sender that finds it full
-/// waits only until the bridge's next drain.
-pub(crate) const QUEUE_CAP: usize = 2048;
-
-/// State shared by the senders of one (destination, tag) route and the bridge.
-pub(crate) struct OutShared<T> {
-    /// Grants of credit, each an amount (at least 1); only the bridge
-    /// sends them.
-    pub(crate) tokens: mpmc::Receiver<usize>,
-    /// Credit a sender took in a grant and did not need: any sender of the
-    /// route takes it before the token channel.
-    pub(crate) spare: AtomicUsize,
-    pub(crate) queue: mpsc::Sender<Run<T>>,
-    pub(crate) handles: AtomicUsize,
-    pub(crate) hungry: AtomicBool,
-    pub(crate) waiting: AtomicUsize,
-    pub(crate) disconnected: AtomicBool,
-    /// Senders between their last look at `disconnected` and the end of
-    /// their queue push (see the invariants).
-    pub(crate) enqueuing: AtomicUsize,
-    pub(crate) bell: Bell,
-    pub(crate) dest: i32,
-    pub(crate) tag: u16,
-}
-
-impl<T> OutShared<T> {
-    /// Takes up to `need` credits from `spare`; how many (maybe 0).
-    pub(crate) fn take_spare(&self, need: usize) -> usize {
-        // SeqCst: the second look of a sender about to wait pairs with
-        // `deposit` (see the invariants); a plain take needs no more.
-        let mut took = 0;
-        let _ = self
-            .spare
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |have| {
-                took = have.min(need);
-                (took > 0).then_some(have - took)
-            });
-        took
-    }
-
-    /// Leaves `n` unused credits in `spare`; if a sender waits, rings the
-    /// bridge, which moves them into the token channel.
-    pub(crate) fn deposit(&self, n: usize) {
-        // SeqCst, both: the Dekker pair with a waiting sender's count-in
-        // and second look at `spare`.
-        self.spare.fetch_add(n, Ordering::SeqCst);
-        if self.waiting.load(Ordering::SeqCst) > 0 {
-            self.bell.ring();
-        }
-    }
-
-    /// Adds a handle unless the count already reached 0.
-    pub(crate) fn try_add_handle(&self) -> bool {
-        self.handles
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n > 0).then_some(n + 1)
-            })
-            .is_ok()
-    }
-}
 
 /// How long a sender waits for credit (a batch's deadline covers the
 /// whole batch).
@@ -228,6 +119,9 @@ impl<T: Payload> RemoteSender<T> {
     fn credits(&self, need: usize, wait: Wait) -> Result<usize, NoCredit> {
         let s = &self.shared;
         debug_assert!(need >= 1);
+        // Acquire: pairs with the bridge's store in `disconnect`. A quick
+        // exit only; whether a message goes out is decided by the SeqCst
+        // pair in `push_run`.
         if s.disconnected.load(Ordering::Acquire) {
             return Err(NoCredit::Disconnected);
         }
@@ -236,6 +130,9 @@ impl<T: Payload> RemoteSender<T> {
                 Ok(grant) => self.keep(grant, need),
                 Err(TryRecvError::Disconnected) => return Err(NoCredit::Disconnected),
                 Err(TryRecvError::Empty) => {
+                    // Release: the bridge's AcqRel swap in `take_hungry`
+                    // reads it; the flag is a hint, and the bell rung
+                    // before any wait is what makes the bridge look.
                     s.hungry.store(true, Ordering::Release);
                     if let Wait::Now = wait {
                         s.bell.ring();
@@ -258,12 +155,17 @@ impl<T: Payload> RemoteSender<T> {
                         }
                         k => Ok(k),
                     };
+                    // AcqRel: a count-out needs no Dekker pair; a depositor
+                    // that still reads the waiter only rings the bridge once
+                    // more, and the bridge finds no one to hand `spare` to.
                     s.waiting.fetch_sub(1, Ordering::AcqRel);
                     got?
                 }
             },
             k => k,
         };
+        // Acquire: as at the top; credit taken from a closed route is
+        // given up with the error (the bridge no longer counts it).
         if s.disconnected.load(Ordering::Acquire) {
             return Err(NoCredit::Disconnected);
         }
@@ -303,12 +205,12 @@ impl<T: Payload> RemoteSender<T> {
 
     /// Sends one message that holds a credit: at once, with an
     /// `MPI_Isend` of its own, on the thread of a hosted bridge that no
-    /// iteration holds (`bridge::send_now`); else through the bridge's queue.
+    /// iteration holds (`helper::send_now`); else through the bridge's queue.
     fn enqueue(&self, msg: T) -> Result<(), SendError<T>> {
         let s = &self.shared;
         // Whatever this sender queued before (while the bridge was taken)
         // must go first: then this one queues behind it.
-        let msg = match crate::bridge::send_now(s.dest, s.tag, msg, !s.queue.is_empty()) {
+        let msg = match helper::send_now(s.dest, s.tag, msg, !s.queue.is_empty()) {
             Ok(()) => return Ok(()),
             Err(msg) => msg,
         };
@@ -321,6 +223,10 @@ impl<T: Payload> RemoteSender<T> {
     /// Sends `msg`, waiting for credit if the receiver has none to spare:
     /// inside a coroutine only the coroutine waits. Fails, giving `msg`
     /// back, once the receiver is gone.
+    ///
+    /// # Errors
+    /// [`SendError`] with `msg` when the route is disconnected: the
+    /// receiver is gone, or this rank's world finalised.
     pub fn send(&self, msg: T) -> Result<(), SendError<T>> {
         match self.credits(1, Wait::Forever) {
             Ok(_) => self.enqueue(msg),
@@ -330,6 +236,10 @@ impl<T: Payload> RemoteSender<T> {
 
     /// Sends `msg` if credit is at hand now. A `Full` answer still asks
     /// the receiver for credit, so a later try may succeed.
+    ///
+    /// # Errors
+    /// [`TrySendError::Full`] with `msg` when no credit is at hand,
+    /// [`TrySendError::Disconnected`] when the route is disconnected.
     pub fn try_send(&self, msg: T) -> Result<(), TrySendError<T>> {
         match self.credits(1, Wait::Now) {
             Ok(_) => self
@@ -342,6 +252,11 @@ impl<T: Payload> RemoteSender<T> {
 
     /// Sends `msg`, waiting at most `timeout` for credit. A credit granted
     /// after the timeout stays on this rank for the route's next send.
+    ///
+    /// # Errors
+    /// [`SendTimeoutError::Timeout`] with `msg` when no credit came in
+    /// time, [`SendTimeoutError::Disconnected`] when the route is
+    /// disconnected.
     pub fn send_timeout(&self, msg: T, timeout: Duration) -> Result<(), SendTimeoutError<T>> {
         let wait = Wait::after(timeout);
         match self.credits(1, wait) {
@@ -463,23 +378,30 @@ impl<T: Payload> RemoteSender<T> {
     }
 
     /// The destination rank.
+    #[must_use]
     pub fn dest(&self) -> i32 {
         self.shared.dest
     }
 
     /// The channel's tag.
+    #[must_use]
     pub fn tag(&self) -> u16 {
         self.shared.tag
     }
 
     /// True once the receiver is known to be gone (or the world finalised).
+    #[must_use]
     pub fn is_disconnected(&self) -> bool {
+        // Acquire: pairs with the bridge's store in `disconnect`, so what
+        // the bridge did before it (the token channel dropped) is seen.
         self.shared.disconnected.load(Ordering::Acquire)
     }
 }
 
 impl<T> Clone for RemoteSender<T> {
     fn clone(&self) -> Self {
+        // AcqRel: the count is non-zero while `self` lives, so this never
+        // revives a closed route; ordered with the bridge's reads of it.
         self.shared.handles.fetch_add(1, Ordering::AcqRel);
         RemoteSender {
             shared: self.shared.clone(),
@@ -489,6 +411,8 @@ impl<T> Clone for RemoteSender<T> {
 
 impl<T> Drop for RemoteSender<T> {
     fn drop(&mut self) {
+        // AcqRel: the last handle's Release publishes its pushes to the
+        // bridge's Acquire load of 0 (the route then closes and drains).
         if self.shared.handles.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.shared.bell.ring();
         }
@@ -502,30 +426,6 @@ impl<T> std::fmt::Debug for RemoteSender<T> {
             .field("tag", &self.shared.tag)
             .finish()
     }
-}
-
-/// Counters of one remote receiver, kept by the bridge.
-#[derive(Debug, Default)]
-pub(crate) struct InStats {
-    pub(crate) received: AtomicU64,
-    pub(crate) max_in_flight: AtomicUsize,
-    pub(crate) max_buffered: AtomicUsize,
-    pub(crate) grants: AtomicU64,
-    pub(crate) batches: AtomicU64,
-}
-
-/// State shared by a remote receiver and the bridge.
-#[derive(Debug)]
-pub(crate) struct InShared {
-    pub(crate) consumed: AtomicUsize,
-    /// Messages the bridge has put in the local channel, counted before
-    /// each push (for [`RemoteReceiver::len`]).
-    pub(crate) delivered: AtomicU64,
-    pub(crate) dropped: AtomicBool,
-    pub(crate) bell: Bell,
-    pub(crate) stats: InStats,
-    pub(crate) capacity: usize,
-    pub(crate) tag: u16,
 }
 
 /// A snapshot of a [`RemoteReceiver`]'s counters.
@@ -568,6 +468,8 @@ impl<T: 'static> RemoteReceiver<T> {
     fn took_n(&self, n: usize) {
         if n > 0 {
             self.taken.set(self.taken.get() + n as u64);
+            // AcqRel: pairs with the bridge's swap, which turns the count
+            // into credit only after the messages were taken.
             self.shared.consumed.fetch_add(n, Ordering::AcqRel);
             self.shared.bell.ring();
         }
@@ -575,7 +477,7 @@ impl<T: 'static> RemoteReceiver<T> {
 
     /// The next run from the bridge, waiting for it until `deadline`
     /// (none: for ever). On the thread of a hosted bridge the wait first
-    /// polls MPI here ([`help`](crate::bridge::help)); elsewhere, or if
+    /// polls MPI here ([`Helper`]); elsewhere, or if
     /// that brings nothing soon, it suspends the coroutine (or parks the
     /// thread) until the bridge delivers.
     fn wait_run(&self, deadline: Option<Instant>) -> Result<Run<T>, RecvTimeoutError> {
@@ -691,6 +593,10 @@ impl<T: 'static> RemoteReceiver<T> {
     }
 
     /// Waits for a message (suspending only the calling coroutine).
+    ///
+    /// # Errors
+    /// [`RecvError`] once every source rank has closed and the buffer is
+    /// drained.
     pub fn recv(&self) -> Result<T, RecvError> {
         if let Some(m) = self.pending.borrow_mut().next() {
             self.took_n(1);
@@ -706,11 +612,20 @@ impl<T: 'static> RemoteReceiver<T> {
     }
 
     /// Takes a message if one is here.
+    ///
+    /// # Errors
+    /// [`TryRecvError::Empty`] when none is, [`TryRecvError::Disconnected`]
+    /// once every source rank has closed and the buffer is drained.
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
         self.take_one(|| self.rx.try_recv())
     }
 
     /// Waits at most `timeout` for a message.
+    ///
+    /// # Errors
+    /// [`RecvTimeoutError::Timeout`] when none came in time,
+    /// [`RecvTimeoutError::Disconnected`] once every source rank has closed
+    /// and the buffer is drained.
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
         self.take_one(|| self.wait_run(Instant::now().checked_add(timeout)))
     }
@@ -789,6 +704,8 @@ impl<T: 'static> RemoteReceiver<T> {
     /// The receiver's counters.
     pub fn stats(&self) -> ReceiverStats {
         let s = &self.shared.stats;
+        // Acquire, all: figures the bridge writes alone (`shared::bump`,
+        // `raise`); each is read on its own, no snapshot across them.
         ReceiverStats {
             capacity: self.shared.capacity,
             received: s.received.load(Ordering::Acquire),
@@ -802,6 +719,8 @@ impl<T: 'static> RemoteReceiver<T> {
 
 impl<T> Drop for RemoteReceiver<T> {
     fn drop(&mut self) {
+        // Release: the takes counted in `consumed` before the drop are seen
+        // by the bridge's Acquire load of `dropped`.
         self.shared.dropped.store(true, Ordering::Release);
         self.shared.bell.ring();
     }

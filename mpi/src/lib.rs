@@ -24,14 +24,23 @@
 #![warn(missing_docs)]
 
 mod bridge;
+mod credit;
 mod endpoint;
+mod error;
+mod helper;
+mod inbound;
+mod outbound;
+mod pending;
 mod posted;
+mod progress;
+mod shared;
 mod wire;
 mod world;
 
 pub use endpoint::{Iter, ReceiverStats, RemoteReceiver, RemoteSender};
+pub use error::InitError;
 pub use wire::{Payload, Typed, MAX_TAG};
-pub use world::{InitError, Source, World, MIN_BRIDGE_STACK};
+pub use world::{Source, World, MIN_BRIDGE_STACK};
 
 /// The rsmpi crate this package is built on (for `#[derive(Equivalence)]`
 /// and raw baselines).
@@ -40,3 +49,9 @@ pub use mpi;
 pub use swco::channel::{
     RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
 };
+
+/// The README's examples, compiled as doc tests (`no_run`: they need
+/// `mpirun`).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

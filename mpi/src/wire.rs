@@ -94,6 +94,7 @@ pub trait Payload: Send + Sized + 'static {
     /// An empty batch buffer made from a sent batch's `wire`, when the
     /// encoding lets it be reused (the default lets it go).
     #[doc(hidden)]
+    #[must_use]
     fn recycle(wire: Vec<Self::Wire>) -> Vec<Self> {
         drop(wire);
         Vec::new()

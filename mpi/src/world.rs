@@ -18,36 +18,14 @@ use std::sync::Arc;
 use mpi::topology::SimpleCommunicator;
 use swco::channel::{mpmc, mpsc, spsc};
 
-use crate::bridge::{self, Cmd, TypedIn, TypedOut};
-use crate::endpoint::{
-    Bell, InShared, InStats, OutShared, RemoteReceiver, RemoteSender, Run, QUEUE_CAP, TOKEN_CAP,
-};
+use crate::bridge::{Cmd, Ready};
+use crate::endpoint::{RemoteReceiver, RemoteSender};
+use crate::error::InitError;
+use crate::inbound::TypedIn;
+use crate::outbound::TypedOut;
+use crate::progress;
+use crate::shared::{Bell, InShared, InStats, OutShared, Run, QUEUE_CAP, TOKEN_CAP};
 use crate::wire::{Payload, MAX_TAG};
-
-/// Why [`World::init`] failed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum InitError {
-    /// MPI was initialised already (by another `World` or by hand).
-    AlreadyInitialized,
-    /// MPI granted a thread level below `Multiple` (the level it granted).
-    ThreadLevel(String),
-    /// The bridge could not start or died during start-up.
-    Bridge(String),
-}
-
-impl fmt::Display for InitError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            InitError::AlreadyInitialized => write!(f, "MPI is already initialised"),
-            InitError::ThreadLevel(l) => {
-                write!(f, "MPI granted thread level {l}, swco-mpi needs Multiple")
-            }
-            InitError::Bridge(e) => write!(f, "the MPI bridge failed: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for InitError {}
 
 /// Which ranks feed a [`RemoteReceiver`]. The receiver disconnects once
 /// every rank of the set has closed (dropped all its senders for the
@@ -119,11 +97,16 @@ impl World {
     /// Initialises MPI with thread level `Multiple` on a new bridge thread.
     /// An error (not a panic) if MPI is initialised already or grants a
     /// lower level.
+    ///
+    /// # Errors
+    /// [`InitError::AlreadyInitialized`] if MPI was initialised already,
+    /// [`InitError::ThreadLevel`] if it grants less than `Multiple`,
+    /// [`InitError::Bridge`] if the bridge thread could not start.
     pub fn init() -> Result<World, InitError> {
         World::start(|cmd_rx, bell_rx, ready_tx| {
             std::thread::Builder::new()
                 .name("swco-mpi-bridge".into())
-                .spawn(move || bridge::run(cmd_rx, bell_rx, ready_tx))
+                .spawn(move || progress::run(cmd_rx, bell_rx, ready_tx))
                 .map(Host::Thread)
                 .map_err(|e| InitError::Bridge(e.to_string()))
         })
@@ -184,7 +167,7 @@ impl World {
             )));
         }
         World::start(|cmd_rx, bell_rx, ready_tx| {
-            rt.spawn_on(cpe, move || bridge::run(cmd_rx, bell_rx, ready_tx))
+            rt.spawn_on(cpe, move || progress::run(cmd_rx, bell_rx, ready_tx))
                 .map(Host::Coroutine)
                 .map_err(|e| InitError::Bridge(e.to_string()))
         })
@@ -195,12 +178,12 @@ impl World {
         launch: impl FnOnce(
             mpmc::Receiver<Cmd>,
             mpsc::Receiver<()>,
-            spsc::Sender<bridge::Ready>,
+            spsc::Sender<Ready>,
         ) -> Result<Host, InitError>,
     ) -> Result<World, InitError> {
         let (bell_tx, bell_rx) = mpsc::bounded::<()>(1);
         let (cmd_tx, cmd_rx) = mpmc::bounded::<Cmd>(64);
-        let (ready_tx, ready_rx) = spsc::bounded::<bridge::Ready>(1);
+        let (ready_tx, ready_rx) = spsc::bounded::<Ready>(1);
         let host = launch(cmd_rx, bell_rx, ready_tx)?;
         match ready_rx.recv() {
             Ok(Ok((rank, size))) => Ok(World {
@@ -222,11 +205,13 @@ impl World {
     }
 
     /// This rank.
+    #[must_use]
     pub fn rank(&self) -> i32 {
         self.rank
     }
 
     /// The number of ranks.
+    #[must_use]
     pub fn size(&self) -> i32 {
         self.size
     }
@@ -245,6 +230,7 @@ impl World {
     /// # Panics
     /// If `dest` is not a rank, `tag > MAX_TAG`, or this rank already has
     /// a route to (`dest`, `tag`) carrying another type.
+    #[must_use]
     pub fn sender<T: Payload>(&self, dest: i32, tag: u16) -> RemoteSender<T> {
         assert!(
             (0..self.size).contains(&dest),
@@ -353,6 +339,7 @@ impl World {
 
     /// Shorthand for `receiver(Source::All, tag, capacity)`: fed by every
     /// rank, this one included.
+    #[must_use]
     pub fn receiver_any<T: Payload>(&self, tag: u16, capacity: usize) -> RemoteReceiver<T> {
         self.receiver(Source::All, tag, capacity)
     }
@@ -362,6 +349,9 @@ impl World {
     /// barriers). The bridge serves nothing else meanwhile, so call it
     /// where no channel traffic is under way, collectively if `job` is
     /// collective.
+    ///
+    /// # Panics
+    /// If `job` panics (on the bridge), or the bridge is gone.
     pub fn run_raw<R: Send + 'static>(
         &self,
         job: impl FnOnce(&SimpleCommunicator) -> R + Send + 'static,
