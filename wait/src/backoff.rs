@@ -136,7 +136,7 @@ pub fn next_random() -> u32 {
 /// collided (both added, both saw the other's add, both undid) must not retry
 /// in lockstep, or they would collide again for ever. Each waits a random
 /// number of spins drawn from a window that doubles with every lost attempt,
-/// up to a cap, and from the [`JITTER_YIELD_STEP`]th on also yields the
+/// up to a cap, and from the `JITTER_YIELD_STEP`th on also yields the
 /// thread.
 ///
 /// The yield is for the case where the claim's holder was preempted: the

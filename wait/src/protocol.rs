@@ -100,7 +100,7 @@ pub fn register<W: Waiters>(
 /// load, so the fence left out was a second one in a row.
 ///
 /// If `park` unwinds (a coroutine cancelled at shutdown is unwound from
-/// inside its park), the waiter still leaves; see [`Registered`].
+/// inside its park), the waiter still leaves; see `Registered`.
 #[inline]
 pub fn wait_on<W: Waiters>(
     waiters: &W,

@@ -342,7 +342,7 @@ impl<L: RawLock + 'static> Waiters for WaitList<L> {
 /// to `waker` are the rare replacements (a different coroutine or thread
 /// blocks here next) and [`retire`](Waiters::retire). A waker that loaded
 /// `waiting = 1` may still be reading `waker` after the waiter has left, so
-/// a replacement first waits until no waker is reading ([`quiesce`]): each
+/// a replacement first waits until no waker is reading (`quiesce`): each
 /// waker counts itself into `waking` before it loads `waiting` and out after
 /// its last read of `waker`, and the waiter, after storing `waiting = 0`,
 /// orders itself against those counts (a fence, or an add of 0) before it
@@ -356,8 +356,6 @@ impl<L: RawLock + 'static> Waiters for WaitList<L> {
 /// endpoint, so no other thread races it) before the `fence(SeqCst)` it
 /// issues anyway after its progress; several waking endpoints count with
 /// `updt`, and only when they find a waiter.
-///
-/// [`quiesce`]: WaiterSlot::quiesce
 pub struct WaiterSlot<const LONE_WAKER: bool> {
     /// 1 while a waiter is registered, else 0. Stored only by the waiter side.
     waiting: UpdtCell,
