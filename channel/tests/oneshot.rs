@@ -7,69 +7,16 @@
 mod common;
 
 use std::future::Future;
-use std::io::Read;
-use std::process::{Command, Stdio};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{Census, Counted};
 use swco_channel::{
     after, never, oneshot, select, RecvError, RecvTimeoutError, Select, TryRecvError,
 };
 
-const CHILD_ENV: &str = "SWCO_TEST_CHILD";
-const CHILD_HANG_GUARD: Duration = Duration::from_secs(120);
-
-/// In the child, runs `body`; in the parent, runs test `name` of this binary
-/// in a child process and fails with its output unless it passes there, or
-/// if it has not finished after [`CHILD_HANG_GUARD`].
-fn in_child_process(name: &str, body: impl FnOnce()) {
-    if std::env::var_os(CHILD_ENV).is_some() {
-        body();
-        return;
-    }
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", name, "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let drain = |mut pipe: Box<dyn Read + Send>| {
-        thread::spawn(move || {
-            let mut s = String::new();
-            let _ = pipe.read_to_string(&mut s);
-            s
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().unwrap()));
-    let err = drain(Box::new(child.stderr.take().unwrap()));
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if start.elapsed() > CHILD_HANG_GUARD {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        thread::sleep(Duration::from_millis(10));
-    };
-    let output = format!(
-        "--- stdout\n{}\n--- stderr\n{}",
-        out.join().unwrap(),
-        err.join().unwrap()
-    );
-    match status {
-        None => panic!("{name}: the child hung and was killed\n{output}"),
-        Some(s) => assert!(
-            s.success() && output.contains("test result: ok. 1 passed"),
-            "{name}: the child failed ({s})\n{output}"
-        ),
-    }
-}
+use swco_test_support::in_child_process;
 
 macro_rules! child_test {
     ($($name:ident $body:block)*) => {$(
