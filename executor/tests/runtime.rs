@@ -947,12 +947,13 @@ fn direct_hand_offs_keep_every_count() {
         assert_eq!(s.spawned, 3, "executor {cpe}: {s:?}");
         assert_eq!(s.finished, 3, "executor {cpe}: {s:?}");
         assert_eq!(s.wakes, s.blocks, "executor {cpe}: {s:?}");
-        // One resumption to start each coroutine, one per block and one
-        // per yield.
+        // One resumption to start each coroutine, one per block and at
+        // most one per yield (a yield with nothing else to run on its
+        // executor goes on without a switch).
         let yields = ROUNDS.div_ceil(3);
-        assert_eq!(
-            s.context_switches,
-            s.spawned + s.blocks + yields,
+        assert!(
+            s.context_switches >= s.spawned + s.blocks
+                && s.context_switches <= s.spawned + s.blocks + yields,
             "executor {cpe}: {s:?}"
         );
         assert!(s.hand_offs > 0, "executor {cpe}: no direct hand-off: {s:?}");

@@ -126,13 +126,23 @@ pub trait Waiters: Send + Sync + 'static {
 /// The waiter list of a side with several endpoints.
 pub struct WaitList<L> {
     lock: L,
+    /// Guarded by `lock`. Keys are handed out in order and entries only
+    /// leave, never move, so the keys in `entries` ascend (in wrapping
+    /// order) from front to back.
+    entries: UnsafeCell<VecDeque<(usize, Waker)>>,
     /// Guarded by `lock`.
-    entries: UnsafeCell<VecDeque<(u64, Waker)>>,
-    /// Guarded by `lock`.
-    next_key: UnsafeCell<u64>,
+    next_key: UnsafeCell<usize>,
     /// Mirror of `entries.len()`, stored under the lock, loaded without it on
     /// the fast path. Only loaded and stored, so an `UpdtCell` serves.
     len: UpdtCell,
+    /// The key of the oldest listed waiter, or `next_key` when none is:
+    /// stored under the lock whenever the front changes, loaded without it
+    /// by [`remove`](WaitList::remove). It never goes back, so a key that
+    /// precedes it has left the list for good. That lets a woken waiter
+    /// learn that it was chosen without the lock and without searching a
+    /// long queue (a contended mutex keeps every other contender listed,
+    /// so the list is rarely empty when the chosen one looks).
+    head: UpdtCell,
 }
 
 // SAFETY: the cells are only touched with `lock` held.
@@ -142,7 +152,14 @@ unsafe impl<L: RawLock> Send for WaitList<L> {}
 
 /// A ticket for a registered waiter.
 #[derive(Clone, Copy, Debug)]
-pub struct Key(u64);
+pub struct Key(usize);
+
+/// Whether `key` was handed out before `head`. Keys wrap; the comparison
+/// holds while fewer than `isize::MAX` keys separate a waiter from the
+/// front, far more than can be listed at once.
+fn precedes(key: usize, head: usize) -> bool {
+    (head.wrapping_sub(key) as isize) > 0
+}
 
 impl<L: RawLock> WaitList<L> {
     fn empty() -> Self {
@@ -151,10 +168,11 @@ impl<L: RawLock> WaitList<L> {
             entries: UnsafeCell::new(VecDeque::new()),
             next_key: UnsafeCell::new(0),
             len: UpdtCell::new(0),
+            head: UpdtCell::new(0),
         }
     }
 
-    fn with_locked<R>(&self, f: impl FnOnce(&mut VecDeque<(u64, Waker)>, &mut u64) -> R) -> R {
+    fn with_locked<R>(&self, f: impl FnOnce(&mut VecDeque<(usize, Waker)>, &mut usize) -> R) -> R {
         self.lock.lock();
         // SAFETY: we hold the lock, so no one else is touching the cells.
         let r = self
@@ -169,7 +187,9 @@ impl<L: RawLock> WaitList<L> {
     pub fn add(&self, waker: Waker) -> Key {
         self.with_locked(|entries, next| {
             let key = *next;
-            *next += 1;
+            *next = key.wrapping_add(1);
+            // `head` stays: a list that was empty had `head == key`, and a
+            // list that was not keeps its front.
             entries.push_back((key, waker));
             // Relaxed: the caller's fence(SeqCst) orders it before the re-check.
             self.len.store(entries.len(), Ordering::Release);
@@ -180,27 +200,35 @@ impl<L: RawLock> WaitList<L> {
     /// Removes a waiter that stops waiting. Returns `false` if it was no
     /// longer listed, i.e. a waker chose it.
     pub fn remove(&self, key: Key) -> bool {
-        // We stored a non-zero length when we registered, so reading zero
-        // (our own store or a later one) means a waker has since emptied the
-        // list, taking our entry with it: no need for the lock. This is the
-        // common case after a wake-up.
-        // Acquire, with every store of `len` a Release (all made under the
+        // Our key was at or behind the front when we registered, so a front
+        // that has moved past it (our own store or a later one) means a
+        // waker has since taken our entry: no need for the lock. This is
+        // the common case after a wake-up.
+        // Acquire, with every store of `head` a Release (all made under the
         // lock): a waiter that learns here that it was chosen synchronises
         // with the waker that chose it (or with a later holder of the
         // lock), so what the waker handed over (a lock, a permit) comes
-        // with what its giver wrote before. Loom's Mutex model caught the
-        // Relaxed pair: two holders at once.
-        if self.len.load(Ordering::Acquire) == 0 {
+        // with what its giver wrote before. Loom's Mutex model caught a
+        // Relaxed pair here: two holders at once.
+        if precedes(key.0, self.head.load(Ordering::Acquire)) {
             return false;
         }
-        self.with_locked(|entries, _| {
+        self.with_locked(|entries, next| {
             let found = entries.iter().position(|(k, _)| *k == key.0);
             if let Some(i) = found {
                 entries.remove(i);
-                self.len.store(entries.len(), Ordering::Release);
+                self.publish(entries, *next);
             }
             found.is_some()
         })
+    }
+
+    /// Stores the mirrors of `entries` that are read without the lock.
+    /// Called under the lock after every removal. Release: see `remove`.
+    fn publish(&self, entries: &VecDeque<(usize, Waker)>, next_key: usize) {
+        self.len.store(entries.len(), Ordering::Release);
+        let head = entries.front().map_or(next_key, |(k, _)| *k);
+        self.head.store(head, Ordering::Release);
     }
 
     /// Cheap check, after the caller's `fence(SeqCst)` or claim: `false`
@@ -221,12 +249,12 @@ impl<L: RawLock> WaitList<L> {
     /// what hands the waiter what it waits for (a lock, a permit), so that
     /// the hand-off and the choice are one step.
     pub fn wake_one_if(&self, grant: impl FnOnce() -> bool) -> bool {
-        let chosen = self.with_locked(|entries, _| {
+        let chosen = self.with_locked(|entries, next| {
             if entries.is_empty() || !grant() {
                 return None;
             }
             let first = entries.pop_front();
-            self.len.store(entries.len(), Ordering::Release);
+            self.publish(entries, *next);
             first
         });
         match chosen {
@@ -240,9 +268,9 @@ impl<L: RawLock> WaitList<L> {
 
     /// Wakes the oldest waiter, if any.
     fn wake_one(&self) {
-        if let Some((_, waker)) = self.with_locked(|entries, _| {
+        if let Some((_, waker)) = self.with_locked(|entries, next| {
             let first = entries.pop_front();
-            self.len.store(entries.len(), Ordering::Release);
+            self.publish(entries, *next);
             first
         }) {
             waker.wake();
@@ -306,9 +334,10 @@ impl<L: RawLock + 'static> Waiters for WaitList<L> {
     }
 
     fn notify_all(&self) {
-        let all = self.with_locked(|entries, _| {
-            self.len.store(0, Ordering::Release);
-            std::mem::take(entries)
+        let all = self.with_locked(|entries, next| {
+            let all = std::mem::take(entries);
+            self.publish(entries, *next);
+            all
         });
         for (_, waker) in all {
             waker.wake();

@@ -97,13 +97,17 @@ pub fn current_id() -> Option<u64> {
 }
 
 /// Lets the other runnable coroutines of this executor run, then continues.
-/// Outside a coroutine (or inside a panic hook), yields the OS thread.
+/// When none is runnable (and no timer is due, nor anything waiting in the
+/// executor's inbox), it continues at once, without a trip through the
+/// executor loop. A cancellation through the join handle is raised here as
+/// at any suspension. Outside a coroutine (or inside a panic hook), yields
+/// the OS thread.
 pub fn yield_now() {
     match Local::current().filter(|l| l.can_suspend()) {
         Some(local) => {
             // A cancellation a rendezvous receive put off goes on now.
             swco_wait::hook::resume_deferred_unwind();
-            local.suspend(Suspend::Yield)
+            local.yield_running()
         }
         None => thread::yield_now(),
     }
