@@ -74,7 +74,7 @@
 //! request in one pass (`claim/combine.rs`). Against backing off and
 //! yielding, this cuts a contended send's time by an order of magnitude
 //! when there are more claimants than cores: a loser no longer needs a
-//! core to retry, only to be served (`bench/README.md` has the figures).
+//! core to retry, only to be served (`benches/README.md` has the figures).
 //!
 //! Loads and adds are `SeqCst`: on x86 and Arm a `SeqCst` load costs what an
 //! `Acquire` load does and the add is the same locked instruction either way,
