@@ -1055,7 +1055,7 @@ enum Look {
 /// has a message), and the try that follows a failed one calls another
 /// operation's code through its vtable. A mispredicted branch and an
 /// indirect call to a cold target cost about as much as the try itself
-/// (`examples/select_cost.rs` measures it; see the bench README). Here the
+/// (`examples/select_cost.rs` times a select against a plain receive). Here the
 /// loads run in a fixed order, the choice is
 /// arithmetic, and the one try that follows usually succeeds. Looking
 /// first is also what makes the choice fair: tries in order from a random

@@ -6,9 +6,9 @@
 //! one would evict the others. crossbeam's `CachePadded` keeps them apart
 //! by aligning each to 128 bytes, which makes the whole `Chan` 128-aligned,
 //! and an over-aligned `Arc<Chan>` is allocated with `posix_memalign`. With
-//! glibc that costs two to three times a `malloc` and splits free chunks,
-//! and every channel pays it once (the daisy-chain benchmark, which makes
-//! a channel per hop, shows it).
+//! glibc that takes a slower path than `malloc` and splits free chunks,
+//! and every channel pays it once: a program that makes a channel per hop
+//! (a daisy chain) pays it on every hop.
 //!
 //! [`Spaced`] keeps the same distance without the alignment: its value is
 //! followed by [`GAP`] bytes that are never written, so two `Spaced` values

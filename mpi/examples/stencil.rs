@@ -1,4 +1,4 @@
-//! The HPGMG-style smoother of `bench/examples/stencil.rs` across two MPI
+//! The HPGMG-style smoother of `benches/examples/stencil.rs` across two MPI
 //! ranks: a 3-D 7-point Jacobi sweep for −Δu = f on the unit cube
 //! (Dirichlet zero boundary), the N interior z-planes cut in two halves,
 //! one per rank, and each half into slabs, one coroutine per executor.

@@ -122,8 +122,8 @@ impl Helper {
     /// while the rest of the bridge (local work flagged by `look_next`
     /// included) is served at the next whole iteration, its own or the
     /// bridge coroutine's. Escalating to a whole iteration whenever
-    /// `look_next` was set made every wait run two of them (about 500
-    /// cycles each), and a reply that arrived during one waited for it.
+    /// `look_next` was set made every wait run two of them, and a reply
+    /// that arrived during one waited for it.
     ///
     /// A batch for the route goes straight into `waiter` (the polling
     /// receiver's, of the route's type), not through its channel.

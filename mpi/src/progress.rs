@@ -60,7 +60,7 @@ pub(crate) fn run(cmds: mpmc::Receiver<Cmd>, bell: mpsc::Receiver<()>, ready: sp
 /// Idle iterations that spin before the bridge starts yielding its core.
 const SPIN: u32 = 4;
 /// Idle iterations of a hosted bridge that yield only to its executor's
-/// coroutines (about 25 µs, longer than a round trip), before its idle
+/// coroutines (long enough to cover a round trip), before its idle
 /// iterations also yield the thread's core.
 const SPIN_HOSTED: u32 = 64;
 /// Idle iterations that yield before it starts parking.

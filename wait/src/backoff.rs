@@ -141,13 +141,12 @@ pub fn next_random() -> u32 {
 ///
 /// The yield is for the case where the claim's holder was preempted: the
 /// claim is exclusive, so while its holder waits for a core nobody else can
-/// claim. Yielding early is measured (`table1`, `updt` `spread`, n = 32, 32
-/// executor threads on 2 cores): it halved the wall and on-CPU time per
-/// message against yielding from the 7th lost attempt, and beat never
-/// yielding by more. Sleeping instead of yielding once the holder had not
-/// committed for tens of microseconds (so that the holder surely gets a
-/// core) was worse still: every sleeper's wake-up can preempt another
-/// holder, and the stalls fed on themselves.
+/// claim. Yielding after a few lost attempts rather than many hands the
+/// core back to a preempted holder sooner, and a loser that never yields
+/// spins on a core the holder may need. Sleeping instead of yielding once
+/// the holder has not committed for a while (so that the holder surely
+/// gets a core) is worse: every sleeper's wake-up can preempt another
+/// holder, and the stalls feed on themselves.
 pub struct Jitter {
     #[cfg_attr(loom, allow(dead_code))]
     step: u32,

@@ -72,9 +72,9 @@
 //! publishes its request in a record of its own and waits there, and
 //! whoever holds the claim next hands out positions to every published
 //! request in one pass (`claim/combine.rs`). Against backing off and
-//! yielding, this cuts a contended send's time by an order of magnitude
-//! when there are more claimants than cores: a loser no longer needs a
-//! core to retry, only to be served (`bench/README.md` has the figures).
+//! yielding, this matters most when there are more claimants than cores: a
+//! loser no longer needs a core to retry, only to be served (the `updt`
+//! `spread` rows of `benches/results/table1.txt` show the effect).
 //!
 //! Loads and adds are `SeqCst`: on x86 and Arm a `SeqCst` load costs what an
 //! `Acquire` load does and the add is the same locked instruction either way,

@@ -72,8 +72,8 @@ pub(crate) const SLOTS: usize = if cfg!(loom) { 4 } else { usize::BITS as usize 
 
 /// How many turns of waiting on its record an owner takes between tries of
 /// the claim: a try reads the claim's cache line, which the holder needs.
-/// Measured (`table1`, `updt` `spread`, n = 32, 2 cores): every 8 turns
-/// cost 1.4x the wall time of every 128; every turn, 5x.
+/// Owners that try often keep taking that line from the holder while it
+/// serves them, so everyone waits longer; rare tries leave it there.
 const TRY_EVERY: u32 = if cfg!(loom) { 1 } else { 128 };
 
 /// Turns of waiting after which an owner yields its thread: its server was

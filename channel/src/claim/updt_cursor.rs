@@ -50,8 +50,7 @@ pub struct UpdtCursor {
     /// On a cache line of its own. Claimants that lost poll these two words
     /// while the holder works; with `pos` beside them, the holder's store of
     /// the next position would have to take the line back from the pollers
-    /// first. Measured (`table1`, `updt` `spread`, n = 32, 2 cores), the
-    /// padding halved the wall and on-CPU time per message.
+    /// first, on every claim.
     claim: Spaced<UpdtClaim>,
     /// The side's next position; guarded by `claim`, loaded by anyone.
     pos: UpdtCell,

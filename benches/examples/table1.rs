@@ -78,7 +78,7 @@ fn options() -> Options {
     }
 }
 
-/// The workspace root: the parent of this package's directory (`bench/`),
+/// The workspace root: the parent of this package's directory (`benches/`),
 /// fixed at compile time.
 fn workspace_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

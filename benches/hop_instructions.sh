@@ -4,7 +4,7 @@
 # 200 000 rounds, over 100 000 (setup and teardown cancel out).
 #
 #   cargo build --release -p swco-executor --example hop_cost
-#   bash bench/hop_instructions.sh target/release/examples/hop_cost cas 1 spsc
+#   bash benches/hop_instructions.sh target/release/examples/hop_cost cas 1 spsc
 #
 # Arguments: the hop_cost binary, then its protocol (cas|updt), capacity
 # (1, or 0 for rendezvous) and mode (spsc|mpmc). Compare two builds by

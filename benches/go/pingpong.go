@@ -1,5 +1,5 @@
 // Ping-pong through two unbuffered channels between two goroutines, the
-// peer of swco's rendezvous ping-pong in bench/examples/skynet.rs. Run
+// peer of swco's rendezvous ping-pong in benches/examples/skynet.rs. Run
 // with GOMAXPROCS=1 to compare with two coroutines on one executor.
 //
 //	GOMAXPROCS=1 go run pingpong.go ROUNDS REPS

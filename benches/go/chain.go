@@ -1,6 +1,6 @@
 // The daisy chain: n goroutines, each receives one value from its left
 // neighbour and passes it on plus one, spawned from main; main feeds the
-// first and reads the last. The peer of swco's bench/examples/skynet.rs
+// first and reads the last. The peer of swco's benches/examples/skynet.rs
 // --chain.
 //
 //	go run chain.go N REPS

@@ -3,7 +3,7 @@
 # add-only protocol's targets are stated in, every run's value and the
 # spread (min, median, max), so a figure is never quoted from its best run.
 #
-#   bash bench/table1_runs.sh [RUNS] > bench/results/table1_runs.txt
+#   bash benches/table1_runs.sh [RUNS] > benches/results/table1_runs.txt
 #
 # Each run is a full `table1` (31 interleaved repetitions per cell, medians);
 # its CSV is kept under target/swco/runs/<i>/. Needs only cargo and awk.

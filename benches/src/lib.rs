@@ -397,8 +397,7 @@ fn phase_ns(spans: &[Span], m: usize) -> (f64, f64, f64) {
 /// sender goes, so several waiting on a disconnect can hang.) The opener
 /// holds the gate's sender, and the caller keeps it until every waiter has
 /// passed: with the sender dropped right after the tokens, a may receiver
-/// once got "disconnected" instead of the token waiting for it (CI,
-/// `table1 --quick`, 2026-11-25).
+/// can get "disconnected" instead of the token waiting for it.
 fn gate<S: System>(sys: &S, waiters: usize) -> (impl Fn(), S::Rx) {
     let (tx, rx) = sys.channel(waiters.max(1));
     let open = move || (0..waiters).for_each(|_| S::send(&tx, 0));

@@ -4,7 +4,7 @@
 //! thread, one blocking hand-off each) and a ping-pong of 200 000 round
 //! trips through two zero-capacity (rendezvous) channels between two
 //! coroutines on one executor, beside the same programs in Go
-//! (`bench/go/*.go`, built with `go build` when `go` is on the `PATH`; the
+//! (`benches/go/*.go`, built with `go build` when `go` is on the `PATH`; the
 //! ping-pong run with `GOMAXPROCS=1`), in the same run and alternating
 //! with swco run by run, so that this host's swings in speed fall on both;
 //! then 200 000 coroutines
@@ -152,7 +152,7 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
-/// A Go peer, `bench/go/<program>.go`, built once (`go build`) so that
+/// A Go peer, `benches/go/<program>.go`, built once (`go build`) so that
 /// its runs can alternate with swco's, one by one.
 struct GoPeer {
     program: &'static str,

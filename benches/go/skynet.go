@@ -1,6 +1,6 @@
 // Skynet (github.com/atemerev/skynet): a tree of goroutines, 10 children per
 // node, down to `leaves` leaves; each leaf returns its number and every node
-// sums its children. The peer of swco's bench/examples/skynet.rs, run by it.
+// sums its children. The peer of swco's benches/examples/skynet.rs, run by it.
 //
 //	go run skynet.go LEAVES REPS
 //
