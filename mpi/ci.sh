@@ -28,6 +28,9 @@ fi
 # --- build ---------------------------------------------------------------------
 cargo build --release --tests --examples
 cargo test --release --lib
+# The README's examples and the API docs' examples, compiled (`no_run`
+# where they need mpirun).
+cargo test --release --doc
 test_bin() {
     cargo test --release --test "$1" --no-run --message-format=json 2>/dev/null \
         | grep '"kind":\["test"\]' | grep -o '"executable":"[^"]*"' | cut -d'"' -f4

@@ -59,8 +59,9 @@ pub const MIN_STACK_SIZE: usize = 16 * 1024;
 pub const DEFAULT_STACK_SIZE: usize = 64 * 1024;
 
 /// The environment variable that picks the guard-page path of runtimes
-/// built with [`GuardPages::Auto`]: `madvise` (or `guard-region`),
-/// `mprotect`, or `auto`.
+/// built with [`GuardPages::Auto`]: `madvise`, `mprotect`, or `auto`. One
+/// spelling each, the system calls' names: any other value (the enum's own
+/// `guard-region` included) is reported and ignored, never half-accepted.
 pub(crate) const GUARD_PAGES_ENV: &str = "SWCO_GUARD_PAGES";
 
 /// The OS page size.
@@ -205,7 +206,7 @@ fn from_env() -> GuardPages {
         return GuardPages::Auto;
     };
     match value.to_str().map(str::trim) {
-        Some("madvise" | "guard-region" | "guard_region") => GuardPages::GuardRegion,
+        Some("madvise") => GuardPages::GuardRegion,
         Some("mprotect") => GuardPages::Mprotect,
         Some("auto" | "") => GuardPages::Auto,
         _ => {
