@@ -16,21 +16,12 @@ use std::time::{Duration, Instant};
 use swco::channel::{after, mpmc, never, oneshot, tick, RecvError, Select, TryRecvError};
 use swco::{select, Runtime};
 
-use swco_test_support::in_child_process;
+use swco_test_support::child_test;
 
 /// How long the parent of a coroutine waits for something that should
 /// happen promptly before calling it hung.
 const HANG_GUARD: Duration = Duration::from_secs(30);
 const MS: Duration = Duration::from_millis(1);
-
-macro_rules! child_test {
-    ($($name:ident $body:block)*) => {$(
-        #[test]
-        fn $name() {
-            in_child_process(stringify!($name), || $body);
-        }
-    )*};
-}
 
 fn runtime(executors: usize) -> Runtime {
     Runtime::builder().executors(executors).build().unwrap()

@@ -23,7 +23,7 @@ use swco_channel::{
     RecvError, RecvFuture, RecvFutureMut, SendFuture, SendFutureMut, Sender, Spmc, Spsc,
     TryRecvError, Updt,
 };
-use swco_test_support::mode_tests;
+use swco_test_support::{clones, mode_tests, one};
 
 // ---- harness -----------------------------------------------------------------
 
@@ -33,22 +33,7 @@ trait Fan: Mode + Sized {
     fn fan_rx<T, P: Protocol>(rx: Receiver<T, Self, P>, n: usize) -> Vec<Receiver<T, Self, P>>;
 }
 
-fn one<E>(e: E, n: usize) -> Vec<E> {
-    assert_eq!(n, 1, "a single side has one endpoint");
-    vec![e]
-}
-
-fn many<E: Clone>(e: E, n: usize) -> Vec<E> {
-    assert!(n >= 1);
-    let mut v = Vec::with_capacity(n);
-    for _ in 1..n {
-        v.push(e.clone());
-    }
-    v.push(e);
-    v
-}
-
-/// `Fan` for each mode: `Mode: senders, receivers;` with `one` or `many`.
+/// `Fan` for each mode: `Mode: senders, receivers;` with `one` or `clones`.
 macro_rules! impl_fan {
     ($($mode:ty: $tx:ident, $rx:ident;)*) => {
         $(
@@ -72,9 +57,9 @@ macro_rules! impl_fan {
 
 impl_fan! {
     Spsc: one, one;
-    Spmc: one, many;
-    Mpsc: many, one;
-    Mpmc: many, many;
+    Spmc: one, clones;
+    Mpsc: clones, one;
+    Mpmc: clones, clones;
 }
 
 /// Runs `f` on a fresh tokio `current_thread` runtime, inside a `LocalSet`

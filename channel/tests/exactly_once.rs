@@ -67,18 +67,12 @@ macro_rules! exactly_once_tests {
             for capacity in [0, 1, 2, 8] {
                 let census = Census::new();
                 let (tx, rx) = $module::bounded_with::<Msg, $proto>(capacity);
-                let txs = exactly_once_tests!(@many $clone_tx, tx, $np);
-                let rxs = exactly_once_tests!(@many $clone_rx, rx, $nc);
+                let txs = swco_test_support::endpoints!($clone_tx, tx, $np);
+                let rxs = swco_test_support::endpoints!($clone_rx, rx, $nc);
                 run(txs, rxs, PER_PRODUCER, &census);
             }
         }
     )*};
-    (@many clone, $e:ident, $n:literal) => {{
-        let mut v: Vec<_> = (1..$n).map(|_| $e.clone()).collect();
-        v.push($e);
-        v
-    }};
-    (@many single, $e:ident, $n:literal) => { vec![$e] };
 }
 
 exactly_once_tests! {

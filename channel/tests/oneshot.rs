@@ -16,16 +16,7 @@ use swco_channel::{
     after, never, oneshot, select, RecvError, RecvTimeoutError, Select, TryRecvError,
 };
 
-use swco_test_support::in_child_process;
-
-macro_rules! child_test {
-    ($($name:ident $body:block)*) => {$(
-        #[test]
-        fn $name() {
-            in_child_process(stringify!($name), || $body);
-        }
-    )*};
-}
+use swco_test_support::child_test;
 
 #[test]
 fn value_sent_then_sender_gone_is_received() {

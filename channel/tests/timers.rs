@@ -21,16 +21,7 @@ use swco_channel::{
 
 // ---- running a test in a child process -------------------------------------
 
-use swco_test_support::in_child_process;
-
-macro_rules! child_test {
-    ($($name:ident $body:block)*) => {$(
-        #[test]
-        fn $name() {
-            in_child_process(stringify!($name), || $body);
-        }
-    )*};
-}
+use swco_test_support::child_test;
 
 const MS: Duration = Duration::from_millis(1);
 

@@ -255,6 +255,64 @@ macro_rules! mode_tests {
     )*};
 }
 
+/// One test per block, each run in a child process with the hang guard
+/// of [`in_child_process`]:
+///
+/// ```text
+/// child_test! {
+///     a_timer_fires_once { /* body */ }
+///     another { /* body */ }
+/// }
+/// ```
+#[macro_export]
+macro_rules! child_test {
+    ($($name:ident $body:block)*) => {$(
+        #[test]
+        fn $name() {
+            $crate::in_child_process(stringify!($name), || $body);
+        }
+    )*};
+}
+
+// ---- endpoints for a side ------------------------------------------------------
+
+/// The endpoints of a side with one endpoint: `e` itself (`n` must be 1).
+///
+/// # Panics
+///
+/// If `n` is not 1.
+pub fn one<E>(e: E, n: usize) -> Vec<E> {
+    assert_eq!(n, 1, "a single side has one endpoint");
+    vec![e]
+}
+
+/// `n` endpoints of a side with several: `n - 1` clones of `e`, then `e`.
+///
+/// # Panics
+///
+/// If `n` is 0.
+pub fn clones<E: Clone>(e: E, n: usize) -> Vec<E> {
+    assert!(n >= 1, "a side has at least one endpoint");
+    let mut v = Vec::with_capacity(n);
+    for _ in 1..n {
+        v.push(e.clone());
+    }
+    v.push(e);
+    v
+}
+
+/// [`one`] or [`clones`] by name, for macros that list the modes:
+/// `endpoints!(single, tx, 1)`, `endpoints!(clone, rx, 3)`.
+#[macro_export]
+macro_rules! endpoints {
+    (single, $e:expr, $n:expr) => {
+        $crate::one($e, $n)
+    };
+    (clone, $e:expr, $n:expr) => {
+        $crate::clones($e, $n)
+    };
+}
+
 // ---- counting drops ------------------------------------------------------------
 
 /// Counts how many [`Counted`] values were made and how many dropped.
