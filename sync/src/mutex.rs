@@ -135,7 +135,10 @@ impl<T> Mutex<T> {
     /// **Cancel safety.** Dropping the future before it completes leaves
     /// the queue; if the lock was handed to it meanwhile, it is handed on.
     /// No unlock is lost. (A lock taken through a future is not recognised
-    /// as recursive.)
+    /// as recursive: the tasks that one thread polls are one party to the
+    /// park hook, so a task's second lock cannot be told from another
+    /// task's first, and a check would misfire. tokio's mutex makes the
+    /// same choice.)
     pub fn lock_async(&self) -> LockFuture<'_, T> {
         LockFuture {
             mutex: self,
