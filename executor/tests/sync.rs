@@ -19,7 +19,7 @@ use std::thread;
 use std::time::Duration;
 
 use swco_executor::{yield_now, JoinHandle, Runtime};
-use swco_sync::{Barrier, Mutex, Semaphore, WaitGroup};
+use swco_sync::{Barrier, Condvar, Mutex, Semaphore, WaitGroup};
 
 mod common;
 
@@ -457,5 +457,195 @@ fn shutdown_timeout_cancels_sync_waiters_cleanly() {
         let me = b.wait().is_leader();
         assert!(me ^ t.join().unwrap(), "exactly one leader");
         drop(wg);
+    });
+}
+
+// ---- Condvar -------------------------------------------------------------------
+
+/// A bounded queue made of a mutex and two condition variables, filled by
+/// every coroutine and thread and drained by two consumers: every item
+/// arrives exactly once, and no notice is lost (a lost one hangs the child).
+#[test]
+fn condvar_queue_delivers_every_item_once() {
+    in_child_process("condvar_queue_delivers_every_item_once", || {
+        const PER: usize = 50;
+        const BOUND: usize = 4;
+        struct Shared {
+            queue: Mutex<(std::collections::VecDeque<usize>, usize)>,
+            not_empty: Condvar,
+            not_full: Condvar,
+        }
+        let parties = COROUTINES + THREADS;
+        let shared = Arc::new(Shared {
+            queue: Mutex::new((std::collections::VecDeque::new(), 0)),
+            not_empty: Condvar::new(),
+            not_full: Condvar::new(),
+        });
+        let rt = rt(2);
+        let consumers: Vec<_> = (0..2)
+            .map(|_| {
+                let shared = Arc::clone(&shared);
+                rt.spawn(move || {
+                    let mut got = Vec::new();
+                    loop {
+                        let mut g = shared
+                            .not_empty
+                            .wait_while(shared.queue.lock(), |(q, done)| {
+                                q.is_empty() && *done < parties
+                            });
+                        let Some(v) = g.0.pop_front() else {
+                            // Every producer is done and the queue is empty.
+                            return got;
+                        };
+                        drop(g);
+                        shared.not_full.notify_one();
+                        got.push(v);
+                    }
+                })
+            })
+            .collect();
+        let producer = {
+            let shared = Arc::clone(&shared);
+            move |p: usize| {
+                for i in 0..PER {
+                    let mut g = shared
+                        .not_full
+                        .wait_while(shared.queue.lock(), |(q, _)| q.len() >= BOUND);
+                    g.0.push_back(p * PER + i);
+                    drop(g);
+                    shared.not_empty.notify_one();
+                }
+                shared.queue.lock().1 += 1;
+                shared.not_empty.notify_all();
+            }
+        };
+        everyone(producer);
+        let mut all: Vec<usize> = consumers
+            .into_iter()
+            .flat_map(|c| c.join().unwrap())
+            .collect();
+        all.sort_unstable();
+        assert_eq!(all, (0..parties * PER).collect::<Vec<_>>());
+        rt.shutdown();
+    });
+}
+
+/// `notify_all` wakes every waiter, coroutines and threads.
+#[test]
+fn condvar_notify_all_wakes_every_waiter() {
+    in_child_process("condvar_notify_all_wakes_every_waiter", || {
+        let state = Arc::new((Mutex::new((false, 0usize)), Condvar::new()));
+        let (m, cv) = &*state;
+        let rt = rt(2);
+        let mut coroutines = Vec::new();
+        for _ in 0..COROUTINES {
+            let state = Arc::clone(&state);
+            coroutines.push(rt.spawn(move || {
+                let (m, cv) = &*state;
+                let mut g = m.lock();
+                g.1 += 1;
+                let g = cv.wait_while(g, |(go, _)| !*go);
+                assert!(g.0);
+            }));
+        }
+        let threads: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let state = Arc::clone(&state);
+                thread::spawn(move || {
+                    let (m, cv) = &*state;
+                    let mut g = m.lock();
+                    g.1 += 1;
+                    drop(cv.wait_while(g, |(go, _)| !*go));
+                })
+            })
+            .collect();
+        // Everyone counted itself in under the lock and only then waits, so
+        // once the count is full every waiter is listed or about to be
+        // (and `wait_while` re-checks `go` either way).
+        while m.lock().1 < COROUTINES + THREADS {
+            thread::yield_now();
+        }
+        m.lock().0 = true;
+        cv.notify_all();
+        for c in coroutines {
+            c.join().unwrap();
+        }
+        for t in threads {
+            t.join().unwrap();
+        }
+        rt.shutdown();
+    });
+}
+
+/// A timed wait with no notice times out and holds the lock again; one
+/// notified in time does not time out.
+#[test]
+fn condvar_wait_timeout_times_out_and_relocks() {
+    in_child_process("condvar_wait_timeout_times_out_and_relocks", || {
+        let rt = rt(1);
+        let state = Arc::new((Mutex::new(0usize), Condvar::new()));
+        let s2 = Arc::clone(&state);
+        let timed = rt.spawn(move || {
+            let (m, cv) = &*s2;
+            let (mut g, r) = cv.wait_timeout(m.lock(), Duration::from_millis(5));
+            *g += 1;
+            let (g, r2) = cv.wait_timeout_while(g, Duration::from_millis(5), |_| true);
+            (r.timed_out(), r2.timed_out(), *g)
+        });
+        assert_eq!(timed.join().unwrap(), (true, true, 1));
+        // Notified: `wait_timeout_while` ends with the condition false.
+        let s2 = Arc::clone(&state);
+        let waiter = rt.spawn(move || {
+            let (m, cv) = &*s2;
+            let (g, r) = cv.wait_timeout_while(m.lock(), Duration::from_secs(600), |v| *v < 2);
+            (r.timed_out(), *g)
+        });
+        let (m, cv) = &*state;
+        *m.lock() = 2;
+        cv.notify_all();
+        assert_eq!(waiter.join().unwrap(), (false, 2));
+        rt.shutdown();
+    });
+}
+
+/// A waiter cancelled while it waits leaves the list: a later
+/// `notify_one` goes to a live waiter, not to the stale registration (which
+/// would swallow it and leave the live one asleep).
+#[test]
+fn cancelled_condvar_waiters_leave_no_stale_waiter() {
+    in_child_process("cancelled_condvar_waiters_leave_no_stale_waiter", || {
+        let rt = rt(2);
+        let state = Arc::new((Mutex::new((0usize, false)), Condvar::new()));
+        let spawn_waiter = |state: &Arc<(Mutex<(usize, bool)>, Condvar)>| {
+            let state = Arc::clone(state);
+            rt.spawn(move || {
+                let (m, cv) = &*state;
+                let mut g = m.lock();
+                g.0 += 1;
+                let g = cv.wait_while(g, |(_, go)| !*go);
+                assert!(g.1);
+            })
+        };
+        let doomed: Vec<_> = (0..2).map(|_| spawn_waiter(&state)).collect();
+        while state.0.lock().0 < 2 {
+            thread::yield_now();
+        }
+        settle();
+        for h in doomed {
+            h.cancel();
+            assert_cancelled(h);
+        }
+        let live = spawn_waiter(&state);
+        while state.0.lock().0 < 3 {
+            thread::yield_now();
+        }
+        state.0.lock().1 = true;
+        // One notice only: a second would hide a first swallowed by a
+        // stale registration.
+        state.1.notify_one();
+        live.join().unwrap();
+        // The lock is free: the cancelled waiters did not take it again.
+        assert!(state.0.try_lock().is_some());
+        rt.shutdown();
     });
 }

@@ -11,7 +11,10 @@
 //! * `Barrier`: generations: two rounds of two parties, nobody leaves a
 //!   round before its last party arrived, one leader per round;
 //! * `WaitGroup`: the count: `wait` returns only after every other clone
-//!   is gone.
+//!   is gone;
+//! * `Condvar`: no lost notice: a waiter that checks a flag under the mutex
+//!   and waits, against a notifier that sets it under the mutex and then
+//!   notifies, always wakes (a waiter left asleep is loom's deadlock).
 //!
 //! Instrumentation uses `std` atomics (see `common`).
 #![cfg(loom)]
@@ -24,7 +27,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
-use swco_sync::{Barrier, Mutex, Semaphore, WaitGroup};
+use swco_sync::{Barrier, Condvar, Mutex, Semaphore, WaitGroup};
 
 /// Three parties lock once each and increment a loom cell under the guard.
 fn mutex_exclusion() {
@@ -141,6 +144,25 @@ fn wait_group_count() {
     }
 }
 
+/// One waiter, one notifier: the waiter sees the flag set, having waited
+/// or not, and is never left asleep.
+fn condvar_notice() {
+    let pair = Arc::new((Mutex::new(false), Condvar::new()));
+    let notifier = {
+        let pair = pair.clone();
+        thread::spawn(move || {
+            let (m, cv) = &*pair;
+            *m.lock() = true;
+            cv.notify_one();
+        })
+    };
+    let (m, cv) = &*pair;
+    let g = cv.wait_while(m.lock(), |set| !*set);
+    assert!(*g, "woke with the flag unset");
+    drop(g);
+    notifier.join().unwrap();
+}
+
 model!(
     mutex_mutual_exclusion_and_no_lost_wake_up,
     2,
@@ -154,3 +176,4 @@ model!(
 model!(semaphore_one_permit_one_holder, 2, semaphore_excludes());
 model!(barrier_generations_two_rounds, 2, barrier_generations());
 model!(wait_group_counts_to_zero, 2, wait_group_count());
+model!(condvar_no_lost_notice, 2, condvar_notice());

@@ -1,5 +1,6 @@
-//! Coroutine-aware synchronisation for swco: [`Mutex`], [`Semaphore`],
-//! [`Barrier`] and [`WaitGroup`], re-exported as `swco::sync`.
+//! Coroutine-aware synchronisation for swco: [`Mutex`] and its
+//! [`Condvar`], [`Semaphore`], [`Barrier`] and [`WaitGroup`], re-exported
+//! as `swco::sync`.
 //!
 //! `std`'s blocking primitives block the OS thread. On an executor thread
 //! that is every coroutine of that executor: a `std::sync::Barrier` shared
@@ -14,11 +15,14 @@
 //! park; so none loses a wake-up, and a waiter cancelled in its park
 //! (`JoinHandle::cancel`, a runtime's `shutdown_timeout`) leaves no stale
 //! registration and hands on anything given to it. Each type states its
-//! fairness rule: [`Mutex`] and [`Semaphore`] hand off FIFO; [`Barrier`]
-//! and [`WaitGroup`] release everyone at once.
+//! fairness rule: [`Mutex`] and [`Semaphore`] hand off FIFO; a
+//! [`Condvar`]'s `notify_one` wakes its oldest waiter; [`Barrier`] and
+//! [`WaitGroup`] release everyone at once.
 //!
-//! Each has an `_async` form of its wait, a cancel-safe future that works
-//! with any executor.
+//! Each but [`Condvar`] has an `_async` form of its wait, a cancel-safe
+//! future that works with any executor. (An async condition wait would
+//! hold the guard across its own `.await` points; lock with
+//! [`Mutex::lock_async`] and re-check in a loop instead.)
 //!
 //! Bad input: `Barrier::new(0)` behaves as `std`'s (as `Barrier::new(1)`);
 //! [`Semaphore::add_permits`] past [`Semaphore::MAX_PERMITS`] panics with a
@@ -28,12 +32,14 @@
 #![warn(missing_docs)]
 
 mod barrier;
+mod condvar;
 mod mutex;
 mod queue;
 mod semaphore;
 mod wait_group;
 
 pub use barrier::{Barrier, BarrierWaitFuture, BarrierWaitResult};
+pub use condvar::{Condvar, WaitTimeoutResult};
 pub use mutex::{LockFuture, Mutex, MutexGuard};
 pub use semaphore::{AcquireFuture, Semaphore, SemaphorePermit};
 pub use wait_group::{WaitGroup, WaitGroupFuture};

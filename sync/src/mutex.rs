@@ -230,6 +230,12 @@ impl<'a, T> MutexGuard<'a, T> {
             _marker: PhantomData,
         }
     }
+
+    /// The mutex this guard holds, for a `Condvar` that gives the lock up
+    /// and takes it again.
+    pub(crate) fn mutex(&self) -> &'a Mutex<T> {
+        self.mutex
+    }
 }
 
 impl<T> Deref for MutexGuard<'_, T> {

@@ -14,7 +14,7 @@
 //!    learns it was chosen: a chosen waiter either uses what it was chosen
 //!    for or hands it on, unwinding (a cancellation) included.
 //!
-//! Two shapes of wait are built on [`WaitList`] here:
+//! Three shapes of wait are built on [`WaitList`] here:
 //!
 //! * **hand-off** ([`wait_for_grant`], [`GrantWait`]): what the waiter waits
 //!   for (a lock, a permit) is handed to it by the waker, in the same step
@@ -26,7 +26,13 @@
 //!   moved on, a count reached zero); the party that makes it true fences
 //!   and wakes everyone ([`Waiters::notify_all`]).
 //!
-//! The channels' waits are the third shape, **retry** ([`wait_on`], and
+//! * **notice** ([`wait_for_notice`]: a condition variable): the waiter
+//!   registers *before* it lets go of what guards its condition (a mutex),
+//!   then parks once; a notifier that changes the condition under that
+//!   mutex and then notifies finds it listed. Being chosen is the notice; a
+//!   chosen waiter that unwinds instead hands it on.
+//!
+//! The channels' waits are the fourth shape, **retry** ([`wait_on`], and
 //! [`register`] for their futures): wake-one on the [`Waiters`] of a side
 //! (a [`WaitList`] or a [`WaiterSlot`]); a woken waiter retries its
 //! operation, and one unwinding out of its park hands the wake on.
@@ -209,6 +215,52 @@ pub fn wait_for_grant<L: RawLock>(
             }
         }
         // A spurious wake-up: try again.
+    })
+}
+
+/// A condition-variable wait: registers on `list`, then calls `release`
+/// (which lets the notifier go on: a mutex's unlock), then parks once,
+/// until a notifier chooses this party, `deadline` passes, or a spurious
+/// wake-up. Returns whether a notifier chose it. Blocks only the calling
+/// coroutine (or the thread, outside one), showing `on` in a dump.
+///
+/// Registering before `release` is what loses no notice: a notifier that
+/// changes the condition under the same lock after `release` and then
+/// notifies ([`Waiters::notify_one`] with its fence, or
+/// [`Waiters::notify_all`]) finds this party listed; a wake that comes
+/// between `release` and the park leaves the park context's wake pending,
+/// so the park returns at once. A party that unwinds out of its park (a
+/// cancellation) after being chosen hands the notice to the next waiter
+/// ([`Waiters::abandon`]), so a `notify_one` is not lost with it.
+pub fn wait_for_notice<L: RawLock + 'static>(
+    list: &WaitList<L>,
+    on: WaitingOn<'_>,
+    deadline: Option<Instant>,
+    release: impl FnOnce(),
+) -> bool {
+    /// Leaves the list on every way out; hands a notice on when unwinding.
+    struct Abandon<'a, L: RawLock + 'static> {
+        list: &'a WaitList<L>,
+        key: Option<Key>,
+    }
+    impl<L: RawLock + 'static> Drop for Abandon<'_, L> {
+        fn drop(&mut self) {
+            if let Some(key) = self.key.take() {
+                self.list.abandon(key);
+            }
+        }
+    }
+    hook::with_current(|park| {
+        let mut leave = Abandon {
+            list,
+            key: Some(list.add(park.waker())),
+        };
+        release();
+        park.park_on(deadline, on);
+        match leave.key.take() {
+            Some(key) => !list.remove(key),
+            None => false,
+        }
     })
 }
 
