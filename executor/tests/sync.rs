@@ -19,7 +19,7 @@ use std::thread;
 use std::time::Duration;
 
 use swco_executor::{yield_now, JoinHandle, Runtime};
-use swco_sync::{Barrier, Condvar, Mutex, Semaphore, WaitGroup};
+use swco_sync::{Barrier, Condvar, Mutex, OnceCell, Semaphore, WaitGroup};
 
 mod common;
 
@@ -646,6 +646,137 @@ fn cancelled_condvar_waiters_leave_no_stale_waiter() {
         live.join().unwrap();
         // The lock is free: the cancelled waiters did not take it again.
         assert!(state.0.try_lock().is_some());
+        rt.shutdown();
+    });
+}
+
+// ---- OnceCell ------------------------------------------------------------------
+
+/// Every coroutine and thread asks for the value at once; one initialiser
+/// runs (yielding midway, so the others queue), everyone gets its value,
+/// and the value is dropped once, with the cell.
+#[test]
+fn once_cell_runs_one_initialiser_for_everyone() {
+    in_child_process("once_cell_runs_one_initialiser_for_everyone", || {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let runs = Arc::new(AtomicUsize::new(0));
+        let cell = Arc::new(OnceCell::new());
+        let seen = Arc::new(AtomicUsize::new(0));
+        let (c2, r2, d2, s2) = (cell.clone(), runs.clone(), drops.clone(), seen.clone());
+        everyone(move |i| {
+            let (v, _) = c2.get_or_init(|| {
+                r2.fetch_add(1, Ordering::SeqCst);
+                yield_now();
+                (i, Counted(Arc::clone(&d2)))
+            });
+            assert_eq!(c2.get().map(|(v, _)| *v), Some(*v));
+            s2.fetch_add(1, Ordering::SeqCst);
+        });
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+        assert_eq!(seen.load(Ordering::SeqCst), COROUTINES + THREADS);
+        assert_eq!(drops.load(Ordering::SeqCst), 0);
+        let cell = Arc::try_unwrap(cell).ok().unwrap();
+        assert!(cell.set((0, Counted(Arc::clone(&drops)))).is_err());
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            1,
+            "the refused value is dropped"
+        );
+        drop(cell);
+        assert_eq!(drops.load(Ordering::SeqCst), 2, "the value is dropped once");
+    });
+}
+
+/// An initialiser that panics leaves the cell empty; a waiting caller
+/// then runs its own.
+#[test]
+fn once_cell_initialiser_that_panics_hands_over() {
+    in_child_process("once_cell_initialiser_that_panics_hands_over", || {
+        let rt = rt(2);
+        let cell = Arc::new(OnceCell::new());
+        let (go_tx, go_rx) = swco_channel::mpmc::bounded::<()>(1);
+        let started = Arc::new(AtomicUsize::new(0));
+        let (c2, st) = (cell.clone(), started.clone());
+        let failing = rt.spawn(move || {
+            c2.get_or_init(|| {
+                st.fetch_add(1, Ordering::SeqCst);
+                // Wait until the others queue behind us, then fail.
+                go_rx.recv().unwrap();
+                panic!("the first initialiser fails")
+            });
+        });
+        while started.load(Ordering::SeqCst) == 0 {
+            thread::yield_now();
+        }
+        let others: Vec<_> = (0..8)
+            .map(|i| {
+                let c = cell.clone();
+                rt.spawn(move || *c.get_or_init(|| 100 + i))
+            })
+            .collect();
+        settle();
+        go_tx.send(()).unwrap();
+        let e = failing.join().expect_err("the initialiser panicked");
+        assert!(panic_text(&*e.into_panic()).contains("fails"));
+        let values: Vec<usize> = others.into_iter().map(|h| h.join().unwrap()).collect();
+        let first = values[0];
+        assert!((100..108).contains(&first));
+        assert!(values.iter().all(|v| *v == first), "{values:?}");
+        assert_eq!(cell.get(), Some(&first));
+        rt.shutdown();
+    });
+}
+
+/// An initialiser cancelled through its join handle counts as one that
+/// panicked: a waiter takes over. Re-entrance panics, and `set`, `get`,
+/// `get_mut`, `into_inner` and `From` do what they say.
+#[test]
+fn once_cell_cancel_reentrance_and_accessors() {
+    in_child_process("once_cell_cancel_reentrance_and_accessors", || {
+        let rt = rt(2);
+        let cell = Arc::new(OnceCell::new());
+        let (_hold, never) = swco_channel::mpmc::bounded::<usize>(1);
+        let started = Arc::new(AtomicUsize::new(0));
+        let (c2, st) = (cell.clone(), started.clone());
+        let stuck = rt.spawn(move || {
+            *c2.get_or_init(|| {
+                st.fetch_add(1, Ordering::SeqCst);
+                never.recv().unwrap()
+            })
+        });
+        while started.load(Ordering::SeqCst) == 0 {
+            thread::yield_now();
+        }
+        let c3 = cell.clone();
+        let waiter = rt.spawn(move || *c3.get_or_init(|| 7));
+        settle();
+        stuck.cancel();
+        assert_cancelled(stuck);
+        assert_eq!(waiter.join().unwrap(), 7);
+
+        // Re-entrance, in a coroutine and on a thread.
+        let reenter = || {
+            let cell = OnceCell::new();
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                cell.get_or_init(|| *cell.get_or_init(|| 1));
+            }));
+            panic_text(&*r.expect_err("re-entrance panics"))
+        };
+        let in_coroutine = rt.spawn(reenter).join().unwrap();
+        assert!(in_coroutine.contains("own initialiser"), "{in_coroutine}");
+        let on_thread = thread::spawn(reenter).join().unwrap();
+        assert!(on_thread.contains("own initialiser"), "{on_thread}");
+
+        let mut c = OnceCell::new();
+        assert_eq!(c.get(), None);
+        assert_eq!(c.get_mut(), None);
+        assert_eq!(c.set(1), Ok(()));
+        assert_eq!(c.set(2), Err(2));
+        *c.get_mut().unwrap() += 10;
+        assert_eq!(format!("{c:?}"), "OnceCell(11)");
+        assert_eq!(c.into_inner(), Some(11));
+        assert_eq!(OnceCell::from(5).into_inner(), Some(5));
+        assert_eq!(OnceCell::<u8>::new().into_inner(), None);
         rt.shutdown();
     });
 }

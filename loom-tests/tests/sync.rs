@@ -14,7 +14,9 @@
 //!   is gone;
 //! * `Condvar`: no lost notice: a waiter that checks a flag under the mutex
 //!   and waits, against a notifier that sets it under the mutex and then
-//!   notifies, always wakes (a waiter left asleep is loom's deadlock).
+//!   notifies, always wakes (a waiter left asleep is loom's deadlock);
+//! * `OnceCell`: one initialiser: two parties race `get_or_init`, one
+//!   initialiser runs, both see its value, the loser is never left asleep.
 //!
 //! Instrumentation uses `std` atomics (see `common`).
 #![cfg(loom)]
@@ -27,7 +29,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
-use swco_sync::{Barrier, Condvar, Mutex, Semaphore, WaitGroup};
+use swco_sync::{Barrier, Condvar, Mutex, OnceCell, Semaphore, WaitGroup};
 
 /// Three parties lock once each and increment a loom cell under the guard.
 fn mutex_exclusion() {
@@ -163,6 +165,28 @@ fn condvar_notice() {
     notifier.join().unwrap();
 }
 
+/// Two parties race `get_or_init` with different values.
+fn once_cell_one_initialiser() {
+    let cell = Arc::new(OnceCell::new());
+    let runs = Arc::new(AtomicUsize::new(0));
+    let other = {
+        let (cell, runs) = (cell.clone(), runs.clone());
+        thread::spawn(move || {
+            *cell.get_or_init(|| {
+                runs.fetch_add(1, SeqCst);
+                1
+            })
+        })
+    };
+    let mine = *cell.get_or_init(|| {
+        runs.fetch_add(1, SeqCst);
+        2
+    });
+    let theirs = other.join().unwrap();
+    assert_eq!(mine, theirs, "two values");
+    assert_eq!(runs.load(SeqCst), 1, "two initialisers ran");
+}
+
 model!(
     mutex_mutual_exclusion_and_no_lost_wake_up,
     2,
@@ -177,3 +201,8 @@ model!(semaphore_one_permit_one_holder, 2, semaphore_excludes());
 model!(barrier_generations_two_rounds, 2, barrier_generations());
 model!(wait_group_counts_to_zero, 2, wait_group_count());
 model!(condvar_no_lost_notice, 2, condvar_notice());
+model!(
+    once_cell_one_initialiser_runs,
+    2,
+    once_cell_one_initialiser()
+);

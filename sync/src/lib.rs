@@ -1,6 +1,6 @@
 //! Coroutine-aware synchronisation for swco: [`Mutex`] and its
-//! [`Condvar`], [`Semaphore`], [`Barrier`] and [`WaitGroup`], re-exported
-//! as `swco::sync`.
+//! [`Condvar`], [`Semaphore`], [`Barrier`], [`WaitGroup`] and
+//! [`OnceCell`], re-exported as `swco::sync`.
 //!
 //! `std`'s blocking primitives block the OS thread. On an executor thread
 //! that is every coroutine of that executor: a `std::sync::Barrier` shared
@@ -16,10 +16,10 @@
 //! (`JoinHandle::cancel`, a runtime's `shutdown_timeout`) leaves no stale
 //! registration and hands on anything given to it. Each type states its
 //! fairness rule: [`Mutex`] and [`Semaphore`] hand off FIFO; a
-//! [`Condvar`]'s `notify_one` wakes its oldest waiter; [`Barrier`] and
-//! [`WaitGroup`] release everyone at once.
+//! [`Condvar`]'s `notify_one` wakes its oldest waiter; [`Barrier`],
+//! [`WaitGroup`] and [`OnceCell`] release everyone at once.
 //!
-//! Each but [`Condvar`] has an `_async` form of its wait, a cancel-safe
+//! Each but [`Condvar`] and [`OnceCell`] has an `_async` form of its wait, a cancel-safe
 //! future that works with any executor. (An async condition wait would
 //! hold the guard across its own `.await` points; lock with
 //! [`Mutex::lock_async`] and re-check in a loop instead.)
@@ -34,6 +34,7 @@
 mod barrier;
 mod condvar;
 mod mutex;
+mod once_cell;
 mod queue;
 mod semaphore;
 mod wait_group;
@@ -41,5 +42,6 @@ mod wait_group;
 pub use barrier::{Barrier, BarrierWaitFuture, BarrierWaitResult};
 pub use condvar::{Condvar, WaitTimeoutResult};
 pub use mutex::{LockFuture, Mutex, MutexGuard};
+pub use once_cell::OnceCell;
 pub use semaphore::{AcquireFuture, Semaphore, SemaphorePermit};
 pub use wait_group::{WaitGroup, WaitGroupFuture};
