@@ -535,45 +535,25 @@ fn condvar_queue_delivers_every_item_once() {
 fn condvar_notify_all_wakes_every_waiter() {
     in_child_process("condvar_notify_all_wakes_every_waiter", || {
         let state = Arc::new((Mutex::new((false, 0usize)), Condvar::new()));
-        let (m, cv) = &*state;
-        let rt = rt(2);
-        let mut coroutines = Vec::new();
-        for _ in 0..COROUTINES {
-            let state = Arc::clone(&state);
-            coroutines.push(rt.spawn(move || {
-                let (m, cv) = &*state;
+        let s2 = Arc::clone(&state);
+        let waiters = thread::spawn(move || {
+            everyone(move |_| {
+                let (m, cv) = &*s2;
                 let mut g = m.lock();
                 g.1 += 1;
                 let g = cv.wait_while(g, |(go, _)| !*go);
                 assert!(g.0);
-            }));
-        }
-        let threads: Vec<_> = (0..THREADS)
-            .map(|_| {
-                let state = Arc::clone(&state);
-                thread::spawn(move || {
-                    let (m, cv) = &*state;
-                    let mut g = m.lock();
-                    g.1 += 1;
-                    drop(cv.wait_while(g, |(go, _)| !*go));
-                })
             })
-            .collect();
-        // Everyone counted itself in under the lock and only then waits, so
-        // once the count is full every waiter is listed or about to be
-        // (and `wait_while` re-checks `go` either way).
+        });
+        // Everyone counts itself in under the lock and gives it up only by
+        // waiting, so once the count is full every waiter is listed.
+        let (m, cv) = &*state;
         while m.lock().1 < COROUTINES + THREADS {
             thread::yield_now();
         }
         m.lock().0 = true;
         cv.notify_all();
-        for c in coroutines {
-            c.join().unwrap();
-        }
-        for t in threads {
-            t.join().unwrap();
-        }
-        rt.shutdown();
+        waiters.join().unwrap();
     });
 }
 
