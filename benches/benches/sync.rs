@@ -37,13 +37,23 @@ fn may_two_workers() {
     });
 }
 
+/// Starts `PARTIES` parties with `spawn(i)`, then joins each with `join`;
+/// the time from the first start to the last join.
+fn all_parties<H>(spawn: impl FnMut(usize) -> H, join: impl Fn(H)) -> Duration {
+    let start = Instant::now();
+    let hs: Vec<H> = (0..PARTIES).map(spawn).collect();
+    for h in hs {
+        join(h);
+    }
+    start.elapsed()
+}
+
 /// `PARTIES` swco coroutines each do `K` increments of one counter, holding
 /// the guard across `swco::yield_now()`.
 fn swco_mutex(rt: &Runtime) -> Duration {
     let m = Arc::new(swco::sync::Mutex::new(0usize));
-    let start = Instant::now();
-    let hs: Vec<_> = (0..PARTIES)
-        .map(|_| {
+    let t = all_parties(
+        |_| {
             let m = Arc::clone(&m);
             rt.spawn(move || {
                 for _ in 0..K {
@@ -53,12 +63,9 @@ fn swco_mutex(rt: &Runtime) -> Duration {
                     *g = v + 1;
                 }
             })
-        })
-        .collect();
-    for h in hs {
-        h.join().expect("a contender finished");
-    }
-    let t = start.elapsed();
+        },
+        |h| h.join().expect("a contender finished"),
+    );
     assert_eq!(
         *m.lock(),
         PARTIES * K,
@@ -70,9 +77,8 @@ fn swco_mutex(rt: &Runtime) -> Duration {
 /// The same with may coroutines on `may::sync::Mutex`.
 fn may_mutex() -> Duration {
     let m = Arc::new(may::sync::Mutex::new(0usize));
-    let start = Instant::now();
-    let hs: Vec<_> = (0..PARTIES)
-        .map(|i| {
+    let t = all_parties(
+        |i| {
             let m = Arc::clone(&m);
             May::spawn(i, move || {
                 for _ in 0..K {
@@ -82,12 +88,9 @@ fn may_mutex() -> Duration {
                     *g = v + 1;
                 }
             })
-        })
-        .collect();
-    for h in hs {
-        h.join().expect("a contender finished");
-    }
-    let t = start.elapsed();
+        },
+        |h| h.join().expect("a contender finished"),
+    );
     assert_eq!(
         *m.lock().expect("not poisoned"),
         PARTIES * K,
@@ -143,15 +146,13 @@ impl Rounds {
 fn swco_barrier(rt: &Runtime) -> Duration {
     let b = Arc::new(swco::sync::Barrier::new(PARTIES));
     let rounds = Arc::new(Rounds::default());
-    let hs: Vec<_> = (0..PARTIES)
-        .map(|_| {
+    all_parties(
+        |_| {
             let (b, rounds) = (Arc::clone(&b), Arc::clone(&rounds));
             rt.spawn(move || rounds.run(|| b.wait().is_leader()))
-        })
-        .collect();
-    for h in hs {
-        h.join().expect("a party finished");
-    }
+        },
+        |h| h.join().expect("a party finished"),
+    );
     rounds.elapsed("swco::sync::Barrier")
 }
 
@@ -159,15 +160,13 @@ fn swco_barrier(rt: &Runtime) -> Duration {
 fn std_barrier() -> Duration {
     let b = Arc::new(std::sync::Barrier::new(PARTIES));
     let rounds = Arc::new(Rounds::default());
-    let hs: Vec<_> = (0..PARTIES)
-        .map(|_| {
+    all_parties(
+        |_| {
             let (b, rounds) = (Arc::clone(&b), Arc::clone(&rounds));
             std::thread::spawn(move || rounds.run(|| b.wait().is_leader()))
-        })
-        .collect();
-    for h in hs {
-        h.join().expect("a party finished");
-    }
+        },
+        |h| h.join().expect("a party finished"),
+    );
     rounds.elapsed("std::sync::Barrier")
 }
 
