@@ -20,8 +20,8 @@
 //!   check may still return one chunk (the flag only stops the handing out,
 //!   it does not recall what is handed out).
 //!
-//! It uses only the crate's `sync` shim and compiles under `--cfg loom`
-//! (`loom-tests/tests/chunks.rs`).
+//! It uses only the crate's `sync` shim and compiles under `--cfg loom`;
+//! its loom models are in `loom_tests/chunks.rs`.
 
 use std::ops::Range;
 
@@ -29,7 +29,7 @@ use crate::sync::{AtomicBool, AtomicUsize, Ordering};
 
 /// A shared claim on the chunks of one range.
 #[derive(Debug)]
-pub struct ChunkCounter {
+pub(crate) struct ChunkCounter {
     /// The next chunk number to hand out.
     next: AtomicUsize,
     start: usize,
@@ -43,7 +43,7 @@ impl ChunkCounter {
     /// A counter over `range` in chunks of `grain` indices (`grain` 0 is
     /// taken as 1). A reversed or empty range has no chunk.
     #[must_use]
-    pub fn new(range: Range<usize>, grain: usize) -> Self {
+    pub(crate) fn new(range: Range<usize>, grain: usize) -> Self {
         let grain = grain.max(1);
         let len = range.end.saturating_sub(range.start);
         ChunkCounter {
@@ -58,7 +58,7 @@ impl ChunkCounter {
 
     /// The next chunk not handed out yet; `None` once the range is used up
     /// or the counter is stopped.
-    pub fn claim(&self) -> Option<Range<usize>> {
+    pub(crate) fn claim(&self) -> Option<Range<usize>> {
         // Relaxed: the flag is a hint to stop early; whatever a worker
         // reads by it, no other memory depends on it.
         if self.stop.load(Ordering::Relaxed) {
@@ -76,14 +76,14 @@ impl ChunkCounter {
     }
 
     /// Stops the handing out of chunks (a worker's closure panicked).
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         // Relaxed: see `claim`.
         self.stop.store(true, Ordering::Relaxed);
     }
 
     /// The number of chunks the range was cut into.
     #[must_use]
-    pub fn chunks(&self) -> usize {
+    pub(crate) fn chunks(&self) -> usize {
         self.chunks
     }
 }

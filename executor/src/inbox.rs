@@ -70,8 +70,7 @@
 //! The module only uses the crate's `sync` shim, so it compiles under
 //! `--cfg loom`, and the hand-off (never slept through, never lost,
 //! delivered once and in order, nodes read only after they were published)
-//! is model-checked against a parking executor in
-//! `loom-tests/tests/executor.rs`.
+//! is model-checked against a parking executor in `loom_tests/inbox.rs`.
 
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
@@ -87,12 +86,11 @@ const EMPTY: usize = 0;
 const SLEEPING: usize = 1;
 
 /// Items handed to an executor, in arrival order per kind.
-#[doc(hidden)]
-pub struct InboxQueue<J> {
+pub(crate) struct InboxQueue<J> {
     /// New coroutines to start.
-    pub spawns: Vec<J>,
+    pub(crate) spawns: Vec<J>,
     /// Slots of parked coroutines to put back on the run queue.
-    pub wakes: Vec<usize>,
+    pub(crate) wakes: Vec<usize>,
 }
 
 impl<J> Default for InboxQueue<J> {
@@ -101,15 +99,6 @@ impl<J> Default for InboxQueue<J> {
             spawns: Vec::new(),
             wakes: Vec::new(),
         }
-    }
-}
-
-impl<J> InboxQueue<J> {
-    /// Whether nothing is queued (for the loom models).
-    #[cfg(loom)]
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.spawns.is_empty() && self.wakes.is_empty()
     }
 }
 
@@ -135,8 +124,7 @@ struct Link {
 /// carries with it (a spawned coroutine's one allocation), so that a
 /// remote spawn allocates nothing of its own.
 #[repr(C)]
-#[doc(hidden)]
-pub struct SpawnNode<J> {
+pub(crate) struct SpawnNode<J> {
     /// First, so a `*mut Link` to it is a `*mut SpawnNode<J>` (`repr(C)`).
     link: Link,
     /// Written by the push, moved out by the drain (never dropped in
@@ -147,7 +135,7 @@ pub struct SpawnNode<J> {
 impl<J> SpawnNode<J> {
     /// An empty node, in no list.
     #[must_use]
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         SpawnNode {
             link: Link {
                 next: UnsafeCell::new(ptr::null_mut()),
@@ -179,8 +167,7 @@ unsafe impl<J: Send> Sync for SpawnNode<J> {}
 /// alive while the item is queued in it (the item keeping its allocation
 /// alive does), and must not be in a list when the item is pushed: one
 /// node per item, and one item per node at a time.
-#[doc(hidden)]
-pub unsafe trait Spawnable: Sized {
+pub(crate) unsafe trait Spawnable: Sized {
     /// The node this item carries with it, or `None` to box one per push.
     fn embedded_node(&self) -> Option<NonNull<SpawnNode<Self>>> {
         None
@@ -194,8 +181,7 @@ unsafe impl Spawnable for u32 {}
 /// A coroutine's own cell in its executor's inbox: a remote wake queues it
 /// instead of allocating a node. It belongs in what it wakes (the
 /// coroutine's header), which outlives every stay of the link in the list.
-#[doc(hidden)]
-pub struct WakeLink(Link);
+pub(crate) struct WakeLink(Link);
 
 impl WakeLink {
     /// The link of the coroutine in `slot`.
@@ -204,7 +190,7 @@ impl WakeLink {
     ///
     /// If `slot` is `usize::MAX`, which marks spawn nodes.
     #[must_use]
-    pub fn new(slot: usize) -> Self {
+    pub(crate) fn new(slot: usize) -> Self {
         assert_ne!(slot, SPAWN, "slot usize::MAX is reserved");
         WakeLink(Link {
             next: UnsafeCell::new(ptr::null_mut()),
@@ -221,8 +207,7 @@ unsafe impl Send for WakeLink {}
 unsafe impl Sync for WakeLink {}
 
 /// See the module docs.
-#[doc(hidden)]
-pub struct Inbox<J: Spawnable> {
+pub(crate) struct Inbox<J: Spawnable> {
     /// `EMPTY`, `SLEEPING` or the newest node (see the module docs).
     head: AtomicUsize,
     unparker: Unparker,
@@ -239,7 +224,7 @@ unsafe impl<J: Send + Spawnable> Sync for Inbox<J> {}
 impl<J: Spawnable> Inbox<J> {
     /// An empty inbox that wakes its executor through `unparker`.
     #[must_use]
-    pub fn new(unparker: Unparker) -> Self {
+    pub(crate) fn new(unparker: Unparker) -> Self {
         Inbox {
             head: AtomicUsize::new(EMPTY),
             unparker,
@@ -249,7 +234,7 @@ impl<J: Spawnable> Inbox<J> {
 
     /// Hands a new coroutine to the executor, in the node the item carries
     /// or in a boxed one.
-    pub fn push_spawn(&self, job: J) {
+    pub(crate) fn push_spawn(&self, job: J) {
         let node = match job.embedded_node() {
             Some(node) => node.as_ptr(),
             None => Box::into_raw(Box::new(SpawnNode::new())),
@@ -272,7 +257,7 @@ impl<J: Spawnable> Inbox<J> {
     /// drained before the next), and it stays alive until the executor has
     /// drained it (or the inbox is dropped). See the module invariants for
     /// how the executor keeps both.
-    pub unsafe fn push_wake(&self, link: &WakeLink) {
+    pub(crate) unsafe fn push_wake(&self, link: &WakeLink) {
         let link = (&link.0 as *const Link).cast_mut();
         // SAFETY: the caller's promise: out of the list and alive, so ours
         // to link in.
@@ -319,13 +304,13 @@ impl<J: Spawnable> Inbox<J> {
     }
 
     /// Wakes the executor without handing it anything (a stop request).
-    pub fn unpark(&self) {
+    pub(crate) fn unpark(&self) {
         self.unparker.unpark();
     }
 
     /// Whether something was pushed since the last drain.
     #[inline]
-    pub fn is_pending(&self) -> bool {
+    pub(crate) fn is_pending(&self) -> bool {
         // Relaxed: a hint; `drain_into`'s swap is the synchronising read,
         // and `park`'s CAS decides for certain before sleeping.
         self.head.load(Ordering::Relaxed) > SLEEPING
@@ -333,7 +318,7 @@ impl<J: Spawnable> Inbox<J> {
 
     /// If anything was pushed since the last drain, appends it to `queue`
     /// (in arrival order per kind) and returns `true`. Executor thread only.
-    pub fn drain_into(&self, queue: &mut InboxQueue<J>) -> bool {
+    pub(crate) fn drain_into(&self, queue: &mut InboxQueue<J>) -> bool {
         // The Relaxed peek keeps the common empty case free of RMW.
         if !self.is_pending() {
             return false;
@@ -386,7 +371,7 @@ impl<J: Spawnable> Inbox<J> {
     /// empty (drain it). Executor thread only, with the inbox just seen
     /// empty; on return the executor is awake again (`head` is not
     /// `SLEEPING`).
-    pub fn park(&self, parker: &Parker, deadline: Option<Instant>) -> bool {
+    pub(crate) fn park(&self, parker: &Parker, deadline: Option<Instant>) -> bool {
         // Relaxed, both ways: the CAS publishes no data (a push's contents
         // travel by its Release CAS and the drain's Acquire swap), and the
         // wake-up is the parker's business; what matters is that the CAS is

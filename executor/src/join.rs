@@ -37,7 +37,7 @@
 //! Blocking goes through the channel crate's park hook, so `join` suspends
 //! only the calling coroutine on an executor thread and parks a plain thread
 //! otherwise. The module only uses the crate's `sync` shim and compiles under
-//! `--cfg loom`.
+//! `--cfg loom`; its loom models are in `loom_tests/join.rs`.
 
 use std::any::Any;
 use std::fmt;
@@ -277,8 +277,7 @@ impl std::error::Error for JoinError {}
 /// Whatever holds a [`JoinSlot`]: the slot alone ([`JoinSlot::pair`]), or a
 /// spawned coroutine's one allocation, which also carries its closure
 /// (`spawning.rs`), so a spawn allocates once for both.
-#[doc(hidden)]
-pub trait HoldsSlot<T>: Send + Sync {
+pub(crate) trait HoldsSlot<T>: Send + Sync {
     /// The slot.
     fn slot(&self) -> &JoinSlot<T>;
 }
@@ -365,8 +364,7 @@ struct SlotState<T> {
 }
 
 /// The shared cell a coroutine's result travels through.
-#[doc(hidden)]
-pub struct JoinSlot<T> {
+pub(crate) struct JoinSlot<T> {
     state: Mutex<SlotState<T>>,
     info: SpawnInfo,
     cancel: CancelFlag,
@@ -376,9 +374,8 @@ pub struct JoinSlot<T> {
 /// `REQUESTED`, or the address of its runner waker once it started
 /// (see the module docs). Read lock-free by the coroutine's executor at
 /// each suspension point.
-#[doc(hidden)]
 #[derive(Debug)]
-pub struct CancelFlag(AtomicUsize);
+pub(crate) struct CancelFlag(AtomicUsize);
 
 impl CancelFlag {
     /// Not started, not cancelled.
@@ -390,7 +387,7 @@ impl CancelFlag {
 
     /// Whether cancellation was requested.
     #[must_use]
-    pub fn is_requested(&self) -> bool {
+    pub(crate) fn is_requested(&self) -> bool {
         // Acquire: pairs with the AcqRel swap in `request_cancel`. (The wake
         // that follows the request synchronises as well; this keeps a
         // coroutine that only yields correct without it.)
@@ -402,10 +399,10 @@ impl<T: Send + 'static> JoinSlot<T> {
     /// A new, empty slot, with its producing and consuming ends (id 0,
     /// spawned at the caller).
     // For the loom models (the runtime describes its coroutines).
-    #[cfg_attr(not(loom), allow(dead_code))]
+    #[cfg_attr(not(all(test, loom)), allow(dead_code))]
     #[must_use]
     #[track_caller]
-    pub fn pair() -> (Completer<T>, JoinHandle<T>) {
+    pub(crate) fn pair() -> (Completer<T>, JoinHandle<T>) {
         Self::pair_with(SpawnInfo {
             id: 0,
             at: Location::caller(),
@@ -442,7 +439,7 @@ impl<T> JoinSlot<T> {
     }
 
     /// The coroutine's cancel request flag.
-    pub fn cancel_flag(&self) -> &CancelFlag {
+    pub(crate) fn cancel_flag(&self) -> &CancelFlag {
         &self.cancel
     }
 
@@ -455,7 +452,7 @@ impl<T> JoinSlot<T> {
     /// # Safety
     ///
     /// A non-null `runner` stays valid until the slot is complete.
-    pub unsafe fn start_running(&self, runner: *const Waker) -> bool {
+    pub(crate) unsafe fn start_running(&self, runner: *const Waker) -> bool {
         let word = if runner.is_null() {
             CancelFlag::STARTED
         } else {
@@ -476,7 +473,7 @@ impl<T> JoinSlot<T> {
     /// # Panics
     ///
     /// Never: the lock is never poisoned (nothing panics holding it).
-    pub fn request_cancel(&self) {
+    pub(crate) fn request_cancel(&self) {
         let s = self.state.lock().unwrap();
         if s.done {
             return;
@@ -522,14 +519,13 @@ impl<T> JoinSlot<T> {
 
 /// The producing end of a [`JoinSlot`]. Dropping it without completing
 /// completes the slot with "cancelled".
-#[doc(hidden)]
-pub struct Completer<T> {
+pub(crate) struct Completer<T> {
     slot: Option<SlotRef<T>>,
 }
 
 impl<T> Completer<T> {
     /// Stores the coroutine's outcome and wakes the joiner, if any.
-    pub fn complete(mut self, result: Result<T, JoinError>) {
+    pub(crate) fn complete(mut self, result: Result<T, JoinError>) {
         if let Some(slot) = self.slot.take() {
             slot_of(&slot).complete(result);
         }
@@ -574,9 +570,8 @@ impl<T> JoinHandle<T> {
 
     /// The slot, for the loom models to play the coroutine's side
     /// ([`JoinSlot::start_running`], [`JoinSlot::cancel_flag`]).
-    #[cfg(loom)]
-    #[doc(hidden)]
-    pub fn model_slot(&self) -> &JoinSlot<T> {
+    #[cfg(all(test, loom))]
+    pub(crate) fn slot(&self) -> &JoinSlot<T> {
         slot_of(&self.slot)
     }
 

@@ -104,18 +104,12 @@ pub use stack::{GuardPages, DEFAULT_STACK_SIZE, MIN_STACK_SIZE};
 #[cfg(not(loom))]
 pub use stats::{ExecutorStats, Stats};
 
-/// The executor's synchronisation cores, exposed for loom models only: the
-/// per-coroutine wake state machine, the inbox hand-off and the join-handle
-/// hand-off. Not part of the supported API, and absent from normal builds:
-/// it exists only under `--cfg loom` (the `swco-loom-tests` models).
-#[cfg(loom)]
-pub mod model {
-    pub use crate::chunks::ChunkCounter;
-    pub use crate::inbox::{Inbox, InboxQueue, SpawnNode, Spawnable, WakeLink};
-    pub use crate::join::{Completer, JoinSlot};
-    pub use crate::stall::StallWatch;
-    pub use crate::wake::WakeState;
-}
+/// The loom models of the synchronisation cores above (wake state, inbox,
+/// join slot, chunk claim, stall accounting): only in the crate's own unit
+/// tests under `--cfg loom`, where the modules they need are all that is
+/// built.
+#[cfg(all(test, loom))]
+mod loom_tests;
 
 /// The README's example, compiled and run as a doc test.
 #[cfg(doctest)]

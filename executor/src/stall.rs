@@ -42,15 +42,12 @@
 //! extra work at all; a progress mark of its own, even a thread-local flag
 //! tested per run, showed up in the instruction count of a hop.
 //!
-//! The models in `loom-tests/tests/stall.rs` check these with loom (the
-//! crate's own tests cannot build under loom: a dev-dependency, tokio,
-//! refuses `--cfg loom`).
+//! The loom models in `loom_tests/stall.rs` check these.
 
 use crate::sync::{AtomicU64, AtomicUsize, Ordering};
 
 /// The runtime-wide idle accounting (one per runtime).
-#[doc(hidden)]
-pub struct StallWatch {
+pub(crate) struct StallWatch {
     /// Executors parked with no coroutine deadline pending.
     idle: AtomicUsize,
     /// The progress value last reported as stalled (`u64::MAX`: none yet).
@@ -65,7 +62,7 @@ impl Default for StallWatch {
 
 impl StallWatch {
     #[must_use]
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         StallWatch {
             idle: AtomicUsize::new(0),
             reported: AtomicU64::new(u64::MAX),
@@ -76,27 +73,27 @@ impl StallWatch {
     /// `true` if that makes all `n` idle (it then watches: it reads the
     /// progress next).
     #[must_use]
-    pub fn enter(&self, n: usize) -> bool {
+    pub(crate) fn enter(&self, n: usize) -> bool {
         // SeqCst: see the module invariants.
         self.idle.fetch_add(1, Ordering::SeqCst) + 1 == n
     }
 
     /// The executor is back from that park.
-    pub fn leave(&self) {
+    pub(crate) fn leave(&self) {
         self.idle.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// Whether all `n` executors are counted in (read before the progress
     /// it is checked with).
     #[must_use]
-    pub fn all_idle(&self, n: usize) -> bool {
+    pub(crate) fn all_idle(&self, n: usize) -> bool {
         self.idle.load(Ordering::SeqCst) == n
     }
 
     /// Claims the report of the stall at progress value `progress`;
     /// `false` if it was already reported.
     #[must_use]
-    pub fn claim_report(&self, progress: u64) -> bool {
+    pub(crate) fn claim_report(&self, progress: u64) -> bool {
         let last = self.reported.load(Ordering::SeqCst);
         last != progress
             && self

@@ -24,7 +24,7 @@
 //!   before the notifier's change is visible, and parks for good.)
 //!
 //! The module only uses the crate's `sync` shim, so it compiles under
-//! `--cfg loom` and can be model-checked with loom threads.
+//! `--cfg loom`; its loom models are in `loom_tests/wake.rs`.
 
 use crate::sync::{AtomicU32, Ordering};
 
@@ -36,9 +36,8 @@ const NOTIFIED: u32 = 1;
 const WAITING: u32 = 2;
 
 /// The wake state of one coroutine. See the module docs for the protocol.
-#[doc(hidden)]
 #[derive(Debug)]
-pub struct WakeState(AtomicU32);
+pub(crate) struct WakeState(AtomicU32);
 
 impl Default for WakeState {
     fn default() -> Self {
@@ -49,14 +48,14 @@ impl Default for WakeState {
 impl WakeState {
     /// A fresh state: running (about to be run), nothing pending.
     #[must_use]
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         WakeState(AtomicU32::new(RUNNING))
     }
 
     /// Called by the coroutine before it suspends. Returns `true` if it must
     /// suspend (state is now `WAITING`), `false` if a wake was pending (it is
     /// consumed and the coroutine carries on).
-    pub fn prepare_park(&self) -> bool {
+    pub(crate) fn prepare_park(&self) -> bool {
         // AcqRel: on success, publish everything the coroutine did before
         // parking to the notifier that wins WAITING -> RUNNING; on failure,
         // Acquire the notifier's writes that came with NOTIFIED.
@@ -84,7 +83,7 @@ impl WakeState {
     /// Called by any waker. Returns `true` if the caller won
     /// `WAITING -> RUNNING` and must now put the coroutine on its home
     /// executor's runnable queue.
-    pub fn notify(&self) -> bool {
+    pub(crate) fn notify(&self) -> bool {
         // Relaxed first read: the CAS below is what synchronises.
         let mut seen = self.0.load(Ordering::Relaxed);
         loop {
@@ -116,7 +115,7 @@ impl WakeState {
     /// Called by the home executor when a parked coroutine's deadline
     /// passes. Returns `true` if it won `WAITING -> RUNNING` and must schedule
     /// the coroutine; `false` if a waker got there first.
-    pub fn expire(&self) -> bool {
+    pub(crate) fn expire(&self) -> bool {
         // AcqRel: same pairing as notify.
         self.0
             .compare_exchange(WAITING, RUNNING, Ordering::AcqRel, Ordering::Relaxed)
@@ -126,7 +125,7 @@ impl WakeState {
     /// Whether the coroutine is parked: for diagnostics (a runtime's dump,
     /// the loom models' assertions).
     #[must_use]
-    pub fn is_waiting(&self) -> bool {
+    pub(crate) fn is_waiting(&self) -> bool {
         // Relaxed: a snapshot for diagnostics only.
         self.0.load(Ordering::Relaxed) == WAITING
     }

@@ -19,16 +19,6 @@ fn thread_name() -> Option<String> {
     thread::current().name().map(str::to_owned)
 }
 
-/// Pool threads alive in this process, by name (`/proc/self/task/*/comm`).
-#[cfg(target_os = "linux")]
-fn pool_threads() -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-        .filter(|comm| comm.starts_with("swco-blocking-"))
-        .count()
-}
-
 #[test]
 fn unblock_lets_the_executors_other_coroutines_run() {
     in_child_process("unblock_lets_the_executors_other_coroutines_run", || {
@@ -210,51 +200,6 @@ fn more_jobs_than_threads_all_run_at_most_max_at_once() {
     let names = names.lock().unwrap();
     assert!((1..=2).contains(&names.len()), "{names:?}");
     rt.shutdown();
-}
-
-#[cfg(target_os = "linux")]
-#[test]
-fn pool_threads_start_on_demand_and_exit_after_the_keep_alive() {
-    in_child_process(
-        "pool_threads_start_on_demand_and_exit_after_the_keep_alive",
-        || {
-            let rt = Runtime::builder()
-                .executors(1)
-                .blocking_threads(4)
-                .blocking_keep_alive(Duration::from_millis(50))
-                .build()
-                .unwrap();
-            assert_eq!(pool_threads(), 0, "none at build time");
-            let gate = Arc::new(std::sync::Barrier::new(3));
-            let jobs: Vec<_> = (0..2)
-                .map(|_| {
-                    let gate = gate.clone();
-                    rt.spawn_blocking(move || {
-                        gate.wait();
-                    })
-                })
-                .collect();
-            gate.wait(); // both jobs run at once: two threads
-            assert_eq!(pool_threads(), 2);
-            for j in jobs {
-                j.join().unwrap();
-            }
-            // Idle past the keep-alive, they exit (the child's hang guard
-            // fails the test if they never do).
-            while pool_threads() != 0 {
-                thread::sleep(Duration::from_millis(5));
-            }
-            // And start again on demand.
-            assert!(rt
-                .spawn_blocking(thread_name)
-                .join()
-                .unwrap()
-                .unwrap()
-                .starts_with("swco-blocking-"));
-            rt.shutdown();
-            assert_eq!(pool_threads(), 0, "shutdown ends the pool's threads");
-        },
-    );
 }
 
 #[test]

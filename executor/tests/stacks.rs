@@ -260,28 +260,6 @@ fn forty_thousand_live_coroutines_in_few_mappings() {
     assert_eq!((total.spawned, total.finished), (N as u64, N as u64));
 }
 
-/// With a stack limit, the spawn past it is refused, with the reason in the
-/// join error; freed stacks are then reused.
-#[test]
-fn a_spawn_past_the_stack_limit_is_refused() {
-    let rt = Runtime::builder()
-        .executors(1)
-        .max_stacks(2)
-        .build()
-        .unwrap();
-    let (tx, held) = hold(&rt, 0, 2);
-    let err = rt.spawn(|| 1).join().unwrap_err();
-    assert!(err.is_refused(), "{err}");
-    assert!(
-        err.to_string().contains("max_stacks"),
-        "the error names the cause: {err}"
-    );
-    drop(tx);
-    assert_eq!(join_sum(held), 2);
-    assert_eq!(rt.spawn(|| 7).join().unwrap(), 7, "a freed stack is reused");
-    assert_eq!(rt.stats().total().stacks_mapped, 2);
-}
-
 /// `stacks_mapped` counts stacks carved fresh; finished coroutines' stacks
 /// are reused.
 #[test]

@@ -22,5 +22,11 @@
 //! * `tests/paper.rs` — the seed paper's Figures 5 and 6 as printed, and the
 //!   counterexamples loom finds in them.
 //!
+//! The models that need a crate's internals are not here but in that crate,
+//! as its unit tests under `cfg(all(test, loom))`: the executor's (wake
+//! state, inbox, join slot and cancel, chunk claim, stall accounting) in
+//! `executor/src/loom_tests/`, run with
+//! `RUSTFLAGS="--cfg loom" cargo test -p swco-executor --lib --release`.
+//!
 //! See `loom-tests/README.md` for the table of models, what each proves, their
 //! preemption bounds and the suite's wall time.

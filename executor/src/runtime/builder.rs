@@ -121,10 +121,10 @@ impl RuntimeBuilder {
 
     /// The most coroutine stacks each executor may hold (live and free):
     /// a spawn beyond it is refused (`JoinError::is_refused`). For tests of
-    /// spawn failure; unlimited by default.
-    #[doc(hidden)]
+    /// spawn failure; unlimited otherwise.
+    #[cfg(test)]
     #[must_use]
-    pub fn max_stacks(mut self, per_executor: usize) -> Self {
+    pub(crate) fn max_stacks(mut self, per_executor: usize) -> Self {
         self.max_stacks = per_executor;
         self
     }
@@ -270,10 +270,10 @@ impl RuntimeBuilder {
     }
 
     /// How long an idle blocking-pool thread waits for a job before it
-    /// exits ([`DEFAULT_BLOCKING_KEEP_ALIVE`] by default). For tests.
-    #[doc(hidden)]
+    /// exits ([`DEFAULT_BLOCKING_KEEP_ALIVE`] otherwise). For tests.
+    #[cfg(test)]
     #[must_use]
-    pub fn blocking_keep_alive(mut self, keep_alive: Duration) -> Self {
+    pub(crate) fn blocking_keep_alive(mut self, keep_alive: Duration) -> Self {
         self.blocking_keep_alive = keep_alive;
         self
     }

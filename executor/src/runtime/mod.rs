@@ -20,6 +20,8 @@
 mod builder;
 mod current;
 mod spawn_builder;
+#[cfg(test)]
+mod tests;
 
 pub use builder::{RuntimeBuilder, DEFAULT_EXECUTORS, DEFAULT_STALL_REPORT, MAX_EXECUTORS};
 pub use current::{

@@ -1,12 +1,11 @@
 //! The chunk claim of `parallel_for` (`swco-executor`'s `chunks.rs`):
 //! workers claiming chunks from one fetch-and-add counter get every index
-//! exactly once, and the stop flag stops the claims. Run with
-//! `RUSTFLAGS="--cfg loom" cargo test -p swco-loom-tests --release --test chunks`.
-#![cfg(loom)]
+//! exactly once, and the stop flag stops the claims.
 
 use loom::sync::Arc;
 use loom::thread;
-use swco_executor::model::ChunkCounter;
+
+use crate::chunks::ChunkCounter;
 
 /// Claims until the counter says no more; the indices claimed, in order.
 fn drain(c: &ChunkCounter) -> Vec<usize> {
@@ -19,8 +18,8 @@ fn drain(c: &ChunkCounter) -> Vec<usize> {
 
 /// Two workers drain `range` in chunks of `grain`: together they get every
 /// index once.
-fn every_index_once(range: std::ops::Range<usize>, grain: usize) {
-    loom::model(move || {
+fn every_index_once(name: &str, range: std::ops::Range<usize>, grain: usize) {
+    super::check(name, None, move || {
         let c = Arc::new(ChunkCounter::new(range.clone(), grain));
         let other = c.clone();
         let t = thread::spawn(move || drain(&other));
@@ -38,12 +37,12 @@ fn every_index_once(range: std::ops::Range<usize>, grain: usize) {
 
 #[test]
 fn two_workers_claim_every_index_once() {
-    every_index_once(3..8, 2);
+    every_index_once("two_workers_claim_every_index_once", 3..8, 2);
 }
 
 #[test]
 fn two_workers_claim_every_index_once_grain_one() {
-    every_index_once(0..3, 1);
+    every_index_once("two_workers_claim_every_index_once_grain_one", 0..3, 1);
 }
 
 /// One worker stops the counter (its body panicked) while the other
@@ -52,7 +51,7 @@ fn two_workers_claim_every_index_once_grain_one() {
 /// thread once it has joined it) gets anything.
 #[test]
 fn the_stop_flag_stops_claims() {
-    loom::model(|| {
+    super::check("the_stop_flag_stops_claims", None, || {
         let c = Arc::new(ChunkCounter::new(0..6, 1));
         let other = c.clone();
         let t = thread::spawn(move || drain(&other));

@@ -1,142 +1,17 @@
-//! Loom models of the executor's synchronisation cores: the per-coroutine
-//! wake state, the inbox hand-off to a parking executor, and the join-handle
-//! hand-off.
-//!
-//! Loom threads stand in for executors and wakers.
-//!
-//! `RUSTFLAGS="--cfg loom" cargo test -p swco-loom-tests --release --test executor`
-#![cfg(loom)]
+//! The inbox hand-off to a parking executor ([`Inbox`], `inbox.rs`): wakes
+//! and spawns pushed from other threads are never slept through, arrive
+//! once each and in order, and a node is read only after its push
+//! happened-before (loom's cells in the nodes).
 
-#[macro_use]
-mod common;
+use std::ptr::NonNull;
 
-use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use std::ptr::NonNull;
-use swco_channel::hook::Parker;
 
-use swco_executor::model::{
-    Inbox, InboxQueue, JoinSlot, SpawnNode, Spawnable, WakeLink, WakeState,
-};
-
-/// A wake racing with the coroutine's own park is never lost: either the park
-/// is cancelled (the wake was remembered) or the waker schedules the parked
-/// coroutine, exactly once.
-#[test]
-fn executor_wake_racing_with_park_is_not_lost() {
-    loom::model(|| {
-        let state = Arc::new(WakeState::new());
-        let scheduled = Arc::new(AtomicUsize::new(0));
-        let waker = {
-            let (state, scheduled) = (state.clone(), scheduled.clone());
-            thread::spawn(move || {
-                if state.notify() {
-                    scheduled.fetch_add(1, Ordering::Relaxed);
-                }
-            })
-        };
-        let suspended = state.prepare_park();
-        waker.join().unwrap();
-        assert_eq!(scheduled.load(Ordering::Relaxed), usize::from(suspended));
-    });
-}
-
-/// A wake that finds an earlier wake still pending (a stale registration
-/// fired while the coroutine ran) must still hand its change over: the
-/// coroutine consumes the pending wake, re-checks, and either sees the
-/// change or is scheduled by this waker. Without a read-modify-write on
-/// both sides (the waker's `NOTIFIED -> NOTIFIED`, the coroutine's
-/// `NOTIFIED -> RUNNING`), the waker's look can miss the coroutine's
-/// consumption while the coroutine's re-check misses the change: it parks
-/// with nobody to wake it (the rendezvous stress's hang).
-#[test]
-fn executor_wake_on_a_pending_wake_is_not_lost() {
-    loom::model(|| {
-        let state = Arc::new(WakeState::new());
-        // The stale wake, pending.
-        assert!(!state.notify());
-        let ready = Arc::new(AtomicBool::new(false));
-        let scheduled = Arc::new(AtomicBool::new(false));
-        let waker = {
-            let (state, ready, scheduled) = (state.clone(), ready.clone(), scheduled.clone());
-            thread::spawn(move || {
-                // The peer's change (a packet filled, a message sent), then
-                // its wake.
-                ready.store(true, Ordering::Release);
-                if state.notify() {
-                    scheduled.store(true, Ordering::Relaxed);
-                }
-            })
-        };
-        // The coroutine's wait loop: re-check, then park.
-        let parked = loop {
-            if ready.load(Ordering::Acquire) {
-                break false;
-            }
-            if state.prepare_park() {
-                break true;
-            }
-        };
-        waker.join().unwrap();
-        assert!(
-            !parked || scheduled.load(Ordering::Relaxed),
-            "parked with the change made and nobody scheduling it"
-        );
-    });
-}
-
-/// Two wakers and the deadline timer race for one parked coroutine: exactly
-/// one of them schedules it.
-#[test]
-fn executor_parked_coroutine_is_scheduled_exactly_once() {
-    loom::model(|| {
-        let state = Arc::new(WakeState::new());
-        assert!(state.prepare_park());
-        let scheduled = Arc::new(AtomicUsize::new(0));
-        let wakers: Vec<_> = (0..2)
-            .map(|_| {
-                let (state, scheduled) = (state.clone(), scheduled.clone());
-                thread::spawn(move || {
-                    if state.notify() {
-                        scheduled.fetch_add(1, Ordering::Relaxed);
-                    }
-                })
-            })
-            .collect();
-        if state.expire() {
-            scheduled.fetch_add(1, Ordering::Relaxed);
-        }
-        for w in wakers {
-            w.join().unwrap();
-        }
-        assert_eq!(scheduled.load(Ordering::Relaxed), 1);
-    });
-}
-
-/// A joiner on one thread gets the value a completer on another thread
-/// stores, whichever runs first.
-#[test]
-fn executor_join_receives_the_result() {
-    loom::model(|| {
-        let (completer, handle) = JoinSlot::<u32>::pair();
-        let producer = thread::spawn(move || completer.complete(Ok(7)));
-        assert_eq!(handle.join().unwrap(), 7);
-        producer.join().unwrap();
-    });
-}
-
-/// A completer dropped without a result (cancelled coroutine) still releases
-/// the joiner.
-#[test]
-fn executor_dropped_completer_cancels_the_join() {
-    loom::model(|| {
-        let (completer, handle) = JoinSlot::<u32>::pair();
-        let producer = thread::spawn(move || drop(completer));
-        assert!(handle.join().unwrap_err().is_cancelled());
-        producer.join().unwrap();
-    });
-}
+use crate::inbox::{Inbox, InboxQueue, SpawnNode, Spawnable, WakeLink};
+use crate::sync::Parker;
+use crate::wake::WakeState;
 
 /// What an executor took from its inbox, in the order it took it.
 #[derive(Default)]
@@ -196,7 +71,7 @@ model!(
     /// (loom's `UnsafeCell` in the nodes). Bound 20 does not cut the search:
     /// bound 40 explores the same executions.
     executor_inbox_hand_off_is_never_slept_through,
-    20,
+    bound: 20,
     {
         let parker = Parker::new();
         let inbox = Arc::new(Inbox::<u32>::new(parker.unparker()));
@@ -222,7 +97,7 @@ model!(
     /// only the push that clears `SLEEPING` unparks, yet all four arrive,
     /// exactly once, each pusher's in the order it pushed them.
     executor_inbox_two_pushers_both_delivered,
-    2,
+    bound: 2,
     {
         let parker = Parker::new();
         let inbox = Arc::new(Inbox::<u32>::new(parker.unparker()));
@@ -261,7 +136,7 @@ model!(
     /// stop request's unpark (or a spurious one) ends the park first and the
     /// executor clears `SLEEPING` itself.
     executor_inbox_stop_request_wakes_a_parking_executor,
-    4,
+    bound: 4,
     {
         let parker = Parker::new();
         let inbox = Arc::new(Inbox::<u32>::new(parker.unparker()));
@@ -302,7 +177,7 @@ model!(
     /// never races the drain's read of it (the `AcqRel` of the wake state
     /// orders them).
     executor_inbox_wake_link_is_reused_after_its_drain,
-    4,
+    bound: 4,
     {
         let parker = Parker::new();
         let inbox = Arc::new(Inbox::<u32>::new(parker.unparker()));
@@ -375,7 +250,7 @@ model!(
     /// drain reads what each push wrote, and that the second push's writes
     /// follow the first drain's reads.
     executor_inbox_carried_spawn_nodes,
-    4,
+    bound: 4,
     {
         let parker = Parker::new();
         let inbox = Arc::new(Inbox::<Carried>::new(parker.unparker()));

@@ -1,13 +1,12 @@
 //! The stall detector's idle accounting (`swco-executor`'s `stall.rs`):
 //! the last executor to go idle watches the final progress, and a stall is
-//! reported once. Run with
-//! `RUSTFLAGS="--cfg loom" cargo test -p swco-loom-tests --release --test stall`.
-#![cfg(loom)]
+//! reported once.
 
 use loom::sync::atomic::{AtomicU64, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use swco_executor::model::StallWatch;
+
+use crate::stall::StallWatch;
 
 /// Two executors and their progress counters (bumped only by their
 /// owner, relaxed, as the executors' own counters are).
@@ -42,28 +41,32 @@ impl Runtime {
 /// reported once.
 #[test]
 fn the_last_idle_executor_watches_the_final_progress() {
-    loom::model(|| {
-        let rt = Runtime::new();
-        let other = rt.clone();
-        let t = thread::spawn(move || other.run_then_idle(1));
-        let mine = rt.run_then_idle(0);
-        let theirs = t.join().unwrap();
-        let held: Vec<u64> = mine.into_iter().chain(theirs).collect();
-        assert_eq!(held.len(), 1, "exactly one executor is last");
-        assert_eq!(
-            held[0], 2,
-            "the watch missed progress: a false stall or a missed one"
-        );
-        assert!(rt.watch.all_idle(2) && rt.progress() == held[0]);
-        assert!(rt.watch.claim_report(held[0]));
-        assert!(!rt.watch.claim_report(held[0]), "reported twice");
-    });
+    super::check(
+        "the_last_idle_executor_watches_the_final_progress",
+        None,
+        || {
+            let rt = Runtime::new();
+            let other = rt.clone();
+            let t = thread::spawn(move || other.run_then_idle(1));
+            let mine = rt.run_then_idle(0);
+            let theirs = t.join().unwrap();
+            let held: Vec<u64> = mine.into_iter().chain(theirs).collect();
+            assert_eq!(held.len(), 1, "exactly one executor is last");
+            assert_eq!(
+                held[0], 2,
+                "the watch missed progress: a false stall or a missed one"
+            );
+            assert!(rt.watch.all_idle(2) && rt.progress() == held[0]);
+            assert!(rt.watch.claim_report(held[0]));
+            assert!(!rt.watch.claim_report(held[0]), "reported twice");
+        },
+    );
 }
 
 /// Two watchers of one stall racing to report: one report.
 #[test]
 fn one_report_per_stall() {
-    loom::model(|| {
+    super::check("one_report_per_stall", None, || {
         let rt = Runtime::new();
         let other = rt.clone();
         let t = thread::spawn(move || other.watch.claim_report(0));
