@@ -33,8 +33,9 @@ use std::sync::Arc;
 use crate::countdown::{Countdown, WaitFor};
 use crate::inbox::SpawnNode;
 use crate::job::{Job, Launch, Start};
+use crate::join::join_error;
 use crate::join::{JoinError, SpawnInfo};
-use crate::panic::{drop_payload, join_error};
+use crate::panic::drop_payload;
 use crate::runtime::Runtime;
 use crate::spawning::ShownInfo;
 

@@ -216,8 +216,3 @@ pub(crate) enum Start {
     /// own stack) and report why through the join handle.
     Refuse(String),
 }
-
-/// The panic payload a cancelling shutdown raises inside a coroutine, at the
-/// suspension point it is parked in, to unwind its stack. Never shown to
-/// users: the join handle reports "cancelled".
-pub(crate) struct Cancelled;

@@ -1,5 +1,5 @@
 //! What becomes of a coroutine's panic payloads: kept in its join error
-//! ([`join_error`]), reported when one escapes its job
+//! (`join::join_error`), or raised to cancel it ([`Cancelled`]), reported when one escapes its job
 //! ([`report_escaped_panic`]), and otherwise dropped with [`drop_payload`],
 //! since a payload's own `Drop` may panic in turn.
 //!
@@ -14,8 +14,10 @@
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::job::Cancelled;
-use crate::join::JoinError;
+/// The panic payload a cancelling shutdown raises inside a coroutine, at the
+/// suspension point it is parked in, to unwind its stack. Never shown to
+/// users: the join handle reports "cancelled".
+pub(crate) struct Cancelled;
 
 /// Drops a panic payload whose own `Drop` may panic, catching (and dropping)
 /// whatever that throws in turn. A payload that keeps throwing payloads is
@@ -40,18 +42,6 @@ pub(crate) fn report_escaped_panic(payload: Box<dyn Any + Send>) {
         eprintln!("swco: a panic escaped a coroutine; the executor carries on");
     }
     drop_payload(payload);
-}
-
-/// Maps a coroutine's panic payload to its join error. A user's payload is
-/// kept in the error whole (for `JoinError::into_panic`); a cancellation's
-/// is ours and is dropped here.
-pub(crate) fn join_error(payload: Box<dyn std::any::Any + Send>) -> JoinError {
-    if payload.is::<Cancelled>() {
-        drop_payload(payload);
-        JoinError::cancelled()
-    } else {
-        JoinError::panic(payload)
-    }
 }
 
 /// Drops a coroutine's closure without running it; a panic from its

@@ -46,7 +46,7 @@ pub(crate) struct TaskHeader {
     pub(crate) slot: usize,
     pub(crate) home: Arc<ExecutorShared>,
     /// Set once a cancelling shutdown has dealt with this coroutine (raised
-    /// [`Cancelled`](crate::job::Cancelled) in it, or started it as
+    /// [`Cancelled`](crate::panic::Cancelled) in it, or started it as
     /// [`Start::Cancel`](crate::job::Start::Cancel)); it then runs
     /// its unwinding to the end, suspending as it needs, and is never
     /// cancelled twice. Only the home executor thread touches it.

@@ -34,8 +34,8 @@ use std::task::Waker;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
 use super::Local;
-use crate::job::{Cancelled, Job, Start};
-use crate::panic::report_escaped_panic;
+use crate::job::{Job, Start};
+use crate::panic::{report_escaped_panic, Cancelled};
 use crate::shared::{bump, StopMode};
 use crate::stack;
 use crate::task::{Suspend, Task, TaskHeader};
