@@ -597,7 +597,7 @@ pub trait SelectRecv: recv_op::RecvOp {
 pub(crate) mod recv_op {
     use super::{Op, Probe};
 
-    /// A receive on a receiver, for a [`Select`](crate::Select)(crate::Select).
+    /// A receive on a receiver, for a [`Select`](crate::Select).
     pub struct Parts<'a> {
         /// The operation.
         pub(crate) arm: Box<dyn Op + 'a>,

@@ -1,6 +1,6 @@
 //! The randomness of a select: which ready operation it takes, and in which
 //! order it queues its rendezvous packets. A xorshift per thread, seeded
-//! once; a [`Select`](crate::Select)(crate::Select) keeps its own.
+//! once; a [`Select`](crate::Select) keeps its own.
 
 /// A random index below `n` (0 when `n` is 0), from the thread's xorshift.
 #[inline]
