@@ -7,13 +7,13 @@ use std::time::Instant;
 use crate::chan::Chan;
 use crate::error::{RecvError, SendError, TryRecvError, TrySendError};
 use crate::hook::{Park, WaitingOn};
-use crate::lock::RawLock;
-use crate::rendezvous::{Filled, Packet, Rendezvous, Reservation, Settled, Side, Token};
+use crate::rendezvous::{Packet, Side, Token};
 use crate::sync::Arc;
 use crate::wait_list::Waiters;
 use crate::{Mode, Protocol, Receiver, Sender};
 
-use super::op::{Kind, Op, OpRef, PacketOutcome, Probe};
+use super::op::{Kind, Op, OpRef, Probe};
+use super::zero::{self, InRendezvous, PacketOutcome, Reserving};
 
 type RxTicket<M, P> = <<M as Mode>::RxWait<P> as Waiters>::Ticket;
 type TxTicket<M, P> = <<M as Mode>::TxWait<P> as Waiters>::Ticket;
@@ -162,71 +162,31 @@ impl<T, M: Mode, P: Protocol> Op for RecvArm<'_, T, M, P> {
         drop(self.result.take());
     }
 
-    fn waits_in_rendezvous(&self) -> bool {
-        self.chan.zero().is_some()
-    }
-
-    fn queue_packet(&mut self, park: &dyn Park, token: &Arc<Token>, index: usize) {
-        let chan = self.chan;
-        let zero = chan.zero().expect("a zero-capacity channel");
-        debug_assert!(self.packet.is_none());
-        self.packet = Some(zero.queue_select(Side::Recv, None, park.waker(), token, index));
-        // Sends waiting in selects or futures may now meet us.
-        chan.zero_queued(Side::Recv);
-    }
-
-    fn settle_packet(&mut self, served: bool) -> PacketOutcome {
-        let Some(packet) = self.packet.take() else {
-            return PacketOutcome::Nothing;
-        };
-        let zero = self.chan.zero().expect("a zero-capacity channel");
-        let settled = match zero.withdraw(Side::Recv, &packet) {
-            Settled::Reserved if served => {
-                self.packet = Some(packet);
-                return PacketOutcome::Reserved;
-            }
-            Settled::Reserved => zero.give_up(Side::Recv, &packet),
-            settled => settled,
-        };
-        match settled {
-            Settled::Done(Some(msg)) => self.keep(msg, served),
-            _ => PacketOutcome::Nothing,
-        }
-    }
-
-    fn await_fill(&mut self, park: Option<&dyn Park>, deadline: Option<Instant>) -> bool {
-        let packet = self.packet.take().expect("a reserved packet");
-        let zero = self.chan.zero().expect("a zero-capacity channel");
-        let got = match park {
-            Some(park) => {
-                match zero.wait_filled(&packet, park, self.chan.awaiting_fill::<false>(), deadline)
-                {
-                    Filled::Got(msg) => Some(msg),
-                    Filled::Released | Filled::GaveUp => None,
-                }
-            }
-            None => match zero.give_up(Side::Recv, &packet) {
-                Settled::Done(msg) => msg,
-                _ => None,
-            },
-        };
-        got.is_some_and(|msg| self.keep(msg, true) == PacketOutcome::Completed)
+    fn in_rendezvous(&mut self) -> Option<&mut dyn InRendezvous> {
+        self.chan.zero()?;
+        Some(self)
     }
 }
 
-impl<T, M: Mode, P: Protocol> RecvArm<'_, T, M, P> {
-    /// A message this receive's packet got: the select's outcome if it
-    /// was `served` for it, else (unwinding) on to the next receiver.
-    fn keep(&mut self, msg: T, served: bool) -> PacketOutcome {
-        if served {
+impl<T, M: Mode, P: Protocol> InRendezvous for RecvArm<'_, T, M, P> {
+    fn queue_packet(&mut self, park: &dyn Park, token: &Arc<Token>, index: usize) {
+        zero::queue_recv_packet(self.chan, &mut self.packet, park, token, index);
+    }
+
+    fn settle_packet(&mut self, served: bool) -> PacketOutcome {
+        let (outcome, msg) = zero::settle_recv_packet(self.chan, &mut self.packet, served);
+        if let Some(msg) = msg {
             self.result = Some(Ok(msg));
-            return PacketOutcome::Completed;
         }
-        let zero = self.chan.zero().expect("a zero-capacity channel");
-        if zero.reoffer(msg, &|| false) {
-            self.chan.zero_queued(Side::Send);
-        }
-        PacketOutcome::Nothing
+        outcome
+    }
+
+    fn await_fill(&mut self, park: Option<&dyn Park>, deadline: Option<Instant>) -> bool {
+        let Some(msg) = zero::await_recv_fill(self.chan, &mut self.packet, park, deadline) else {
+            return false;
+        };
+        self.result = Some(Ok(msg));
+        true
     }
 }
 
@@ -293,11 +253,12 @@ macro_rules! send_waiting {
         }
 
         fn discard(&mut self) {
-            release_partner(self.tx, &mut self.partner);
+            zero::release_partner(self.tx, &mut self.partner);
         }
 
-        fn waits_in_rendezvous(&self) -> bool {
-            self.tx.chan.zero().is_some()
+        fn in_rendezvous(&mut self) -> Option<&mut dyn InRendezvous> {
+            self.tx.chan.zero()?;
+            Some(self)
         }
     };
 }
@@ -317,94 +278,25 @@ impl<T, M: Mode, P: Protocol> Op for SendReady<'_, T, M, P> {
         let Some(zero) = self.tx.chan.zero() else {
             return send_ready(self.tx);
         };
-        if self.partner.is_some() {
-            return true;
-        }
-        match zero.reserve(&|| self.tx.chan.peers_gone(Side::Send)) {
-            Reservation::Reserved(partner) => {
-                self.partner = Some(partner);
-                true
-            }
-            Reservation::Nobody => false,
-            // Selected to fail: `SelectedOperation::send` gives it back.
-            Reservation::Disconnected => true,
-        }
+        zero::attempt_select_send(self.tx, zero, &mut self.partner)
     }
 
     send_waiting!();
+}
 
+impl<T, M: Mode, P: Protocol> InRendezvous for SendReady<'_, T, M, P> {
     fn queue_packet(&mut self, park: &dyn Park, token: &Arc<Token>, index: usize) {
-        self.packet = Some(queue_send_packet(self.tx, None, park, token, index));
+        self.packet = Some(zero::queue_send_packet(self.tx, None, park, token, index));
     }
 
     fn settle_packet(&mut self, served: bool) -> PacketOutcome {
-        settle_send_packet(self.tx, &mut self.packet, &mut self.partner, served).0
+        zero::settle_send_packet(self.tx, &mut self.packet, &mut self.partner, served).0
     }
 }
 
 impl<T, M: Mode, P: Protocol> Drop for SendReady<'_, T, M, P> {
     fn drop(&mut self) {
-        release_partner(self.tx, &mut self.partner);
-    }
-}
-
-/// Lets go of a receiver a send reserved but will not fill.
-fn release_partner<T, M: Mode, P: Protocol>(
-    tx: &Sender<T, M, P>,
-    partner: &mut Option<Arc<Packet<T>>>,
-) {
-    if let Some(partner) = partner.take() {
-        let zero = tx.chan.zero().expect("a partner is on a rendezvous");
-        zero.release(&partner);
-    }
-}
-
-/// A blocked select's send queues its packet in the rendezvous: with its
-/// message if it is made, else message-less (a receiver that serves it
-/// hands over a packet of its own to fill).
-fn queue_send_packet<T, M: Mode, P: Protocol>(
-    tx: &Sender<T, M, P>,
-    msg: Option<T>,
-    park: &dyn Park,
-    token: &Arc<Token>,
-    index: usize,
-) -> Arc<Packet<T>> {
-    let chan = &tx.chan;
-    let zero = chan.zero().expect("a zero-capacity channel");
-    let packet = zero.queue_select(Side::Send, msg, park.waker(), token, index);
-    // Receives waiting in selects, futures or readiness probes may now
-    // meet us.
-    chan.zero_queued(Side::Send);
-    packet
-}
-
-/// Takes a select's send packet back: what it brought, and the message if
-/// it came back unsent.
-fn settle_send_packet<T, M: Mode, P: Protocol>(
-    tx: &Sender<T, M, P>,
-    packet: &mut Option<Arc<Packet<T>>>,
-    partner: &mut Option<Arc<Packet<T>>>,
-    served: bool,
-) -> (PacketOutcome, Option<T>) {
-    let Some(packet) = packet.take() else {
-        return (PacketOutcome::Nothing, None);
-    };
-    let zero = tx.chan.zero().expect("a zero-capacity channel");
-    match zero.withdraw(Side::Send, &packet) {
-        Settled::Done(_) => match packet.take_partner() {
-            Some(handed) if served => {
-                *partner = Some(handed);
-                (PacketOutcome::Partner, None)
-            }
-            Some(handed) => {
-                zero.release(&handed);
-                (PacketOutcome::Nothing, None)
-            }
-            // A receiver took the message.
-            None => (PacketOutcome::Completed, None),
-        },
-        Settled::Dismissed(back) => (PacketOutcome::Nothing, back),
-        _ => (PacketOutcome::Nothing, None),
+        zero::release_partner(self.tx, &mut self.partner);
     }
 }
 
@@ -484,15 +376,17 @@ impl<T, M: Mode, P: Protocol, F: FnOnce() -> T> Op for SendArm<'_, T, M, P, F> {
     }
 
     send_waiting!();
+}
 
+impl<T, M: Mode, P: Protocol, F: FnOnce() -> T> InRendezvous for SendArm<'_, T, M, P, F> {
     fn queue_packet(&mut self, park: &dyn Park, token: &Arc<Token>, index: usize) {
         let msg = self.msg.take();
-        self.packet = Some(queue_send_packet(self.tx, msg, park, token, index));
+        self.packet = Some(zero::queue_send_packet(self.tx, msg, park, token, index));
     }
 
     fn settle_packet(&mut self, served: bool) -> PacketOutcome {
         let (outcome, back) =
-            settle_send_packet(self.tx, &mut self.packet, &mut self.partner, served);
+            zero::settle_send_packet(self.tx, &mut self.packet, &mut self.partner, served);
         if back.is_some() {
             self.msg = back;
         }
@@ -510,56 +404,22 @@ impl<T, M: Mode, P: Protocol, F: FnOnce() -> T> SendArm<'_, T, M, P, F> {
         make()
     }
 
-    /// A send on a zero-capacity channel whose message is not made yet:
-    /// reserves a waiting receiver first (or uses the one a receiver
-    /// handed over), then makes the message and fills the receiver's
-    /// packet, so that the receiver that made the send ready is the one
-    /// that gets it, whatever the message expression does meanwhile
-    /// (crossbeam's and Go's semantics; `rendezvous.rs`, invariant 7).
+    /// A send on a zero-capacity channel whose message is not made yet, or
+    /// that holds a receiver: see [`zero::attempt_reserving`].
     #[cold]
     fn attempt_reserving(&mut self) -> bool {
-        let zero = self.tx.chan.zero().expect("a zero-capacity channel");
-        let partner = match self.partner.take() {
-            Some(partner) => partner,
-            None => match zero.reserve(&|| self.tx.chan.peers_gone(Side::Send)) {
-                Reservation::Reserved(partner) => partner,
-                Reservation::Nobody => return false,
-                Reservation::Disconnected => {
-                    let msg = self.make();
-                    self.result = Some(Err(SendError(msg)));
-                    return true;
-                }
-            },
-        };
-        // Held across the message expression (user code, which may block
-        // or panic): let go if it unwinds.
-        struct Held<'p, T, L: RawLock>(&'p Rendezvous<T, L>, Option<&'p Packet<T>>);
-        impl<T, L: RawLock> Drop for Held<'_, T, L> {
-            fn drop(&mut self) {
-                if let Some(partner) = self.1 {
-                    self.0.release(partner);
-                }
-            }
-        }
-        let msg = match self.msg.take() {
-            Some(msg) => msg,
-            None => {
-                let mut held = Held(zero, Some(&partner));
-                let msg = self.make();
-                held.1 = None;
-                msg
-            }
-        };
-        match zero.fill(&partner, msg) {
-            Ok(()) => {
-                self.result = Some(Ok(()));
-                // A waker that panicked goes on, now that the message is
-                // the receiver's.
-                crate::rendezvous::rethrow_deferred();
-                true
-            }
-            // The receiver gave up on it meanwhile: an ordinary try.
-            Err(msg) => self.try_send(msg),
+        let make = &mut self.make;
+        let make = || make.take().expect("a send arm's message is made once")();
+        match zero::attempt_reserving(
+            self.tx,
+            &mut self.partner,
+            &mut self.msg,
+            make,
+            &mut self.result,
+        ) {
+            Reserving::Nobody => false,
+            Reserving::Selected => true,
+            Reserving::Unfilled(msg) => self.try_send(msg),
         }
     }
 

@@ -14,6 +14,7 @@ use super::arms::{channel_of, SelectRecv, SendReady};
 use super::engine::{act_on_look, drive_after_look, look, pick_ready, Look, Wait};
 use super::op::{Kind, Op, Probe, Removed};
 use super::random::seed;
+use super::zero;
 
 /// A set of channel operations to wait on, built at run time; crossbeam's
 /// `Select`. Operations may be on channels of any mode and protocol, mixed.
@@ -543,20 +544,10 @@ impl SelectedOperation<'_> {
         // else touches the slot.
         let partner = unsafe { (*slot).take() };
         self.done = true;
-        if let Some(partner) = partner {
-            let zero = tx.chan.zero().expect("a partner is on a rendezvous");
-            match zero.fill(&partner, msg) {
-                Ok(()) => {
-                    // A waker that panicked goes on, the message handed over.
-                    crate::rendezvous::rethrow_deferred();
-                    return Ok(());
-                }
-                // The receiver gave up on it meanwhile (a deadline, a
-                // dropped future): an ordinary send.
-                Err(msg) => return tx.send(msg),
-            }
+        match partner {
+            Some(partner) => zero::send_to_partner(tx, &partner, msg),
+            None => tx.send(msg),
         }
-        tx.send(msg)
     }
 }
 

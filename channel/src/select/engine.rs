@@ -13,8 +13,9 @@ use crate::rendezvous::Token;
 use crate::sync::Arc;
 use crate::sync::{fence, Ordering};
 
-use super::op::{Op, OpRef, PacketOutcome};
+use super::op::{Op, OpRef};
 use super::random::{nth_ready, random_below, random_u32, shuffle};
+use super::zero::PacketOutcome;
 
 /// How long a select may wait.
 #[doc(hidden)]
@@ -373,8 +374,9 @@ fn block<L: OpList + ?Sized>(
     // Receives on rendezvous channels wait with packets, decided through
     // one token, so that they can be served while the select sleeps (not
     // when only looking for readiness: a served packet consumes).
-    let token = (consume && (0..n).any(|i| ops.get(i).is_some_and(|op| op.waits_in_rendezvous())))
-        .then(Token::new);
+    let token = (consume
+        && (0..n).any(|i| ops.get(i).is_some_and(|op| op.in_rendezvous().is_some())))
+    .then(Token::new);
     let mut registered = Registered {
         ops,
         done: false,
@@ -390,14 +392,14 @@ fn block<L: OpList + ?Sized>(
                 registered
                     .ops
                     .get(i)
-                    .is_some_and(|op| op.waits_in_rendezvous())
+                    .is_some_and(|op| op.in_rendezvous().is_some())
             })
             .collect();
         if !biased {
             shuffle(&mut order);
         }
         for i in order {
-            if let Some(op) = registered.ops.get(i) {
+            if let Some(op) = registered.ops.get(i).and_then(|op| op.in_rendezvous()) {
                 op.queue_packet(park, token, i);
             }
         }
@@ -530,7 +532,7 @@ impl<L: OpList + ?Sized> Registered<'_, L> {
     fn settle_packets(&mut self, served: usize) -> PacketOutcome {
         let mut outcome = PacketOutcome::Nothing;
         for i in 0..self.ops.count() {
-            if let Some(op) = self.ops.get(i) {
+            if let Some(op) = self.ops.get(i).and_then(|op| op.in_rendezvous()) {
                 let settled = op.settle_packet(served == i);
                 if served == i {
                     outcome = settled;
@@ -547,10 +549,11 @@ impl<L: OpList + ?Sized> Registered<'_, L> {
         }
     }
 
-    /// Operation `i`'s [`Op::await_fill`].
+    /// Operation `i`'s [`InRendezvous::await_fill`](super::zero::InRendezvous::await_fill).
     fn await_fill(&mut self, i: usize, park: Option<&dyn Park>, deadline: Option<Instant>) -> bool {
         self.ops
             .get(i)
+            .and_then(|op| op.in_rendezvous())
             .is_some_and(|op| op.await_fill(park, deadline))
     }
 

@@ -89,6 +89,7 @@ mod engine;
 mod expansion;
 mod op;
 mod random;
+mod zero;
 
 pub use arms::SelectRecv;
 pub(crate) use arms::{recv_op, RecvArm};

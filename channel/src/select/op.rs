@@ -9,6 +9,8 @@ use crate::hook::{Park, WaitingOn};
 use crate::rendezvous::Token;
 use crate::sync::Arc;
 
+use super::zero::InRendezvous;
+
 /// Which way an operation goes.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Kind {
@@ -59,47 +61,13 @@ pub(crate) trait Op {
         None
     }
 
-    /// Whether the operation is on a zero-capacity channel: a blocked
-    /// select then waits for it with a packet in the rendezvous (see
-    /// `rendezvous.rs`, invariant 5), so that a peer select, future or
-    /// thread on the other end can meet it.
-    fn waits_in_rendezvous(&self) -> bool {
-        false
+    /// The operation's part in a rendezvous, if its channel has zero
+    /// capacity: a blocked select then waits for it with a packet in the
+    /// rendezvous (see `rendezvous/`, invariant 5), so that a peer select,
+    /// future or thread on the other end can meet it.
+    fn in_rendezvous(&mut self) -> Option<&mut dyn InRendezvous> {
+        None
     }
-
-    /// Queues this operation's packet, decided through `token`.
-    fn queue_packet(&mut self, _park: &dyn Park, _token: &Arc<Token>, _index: usize) {}
-
-    /// Takes the packet back, once the token is decided. `served`: the
-    /// token was decided for this operation, so keep what its packet got;
-    /// otherwise (only while unwinding) a message it got anyway goes on to
-    /// the next receiver, and a partner it was handed is let go.
-    fn settle_packet(&mut self, _served: bool) -> PacketOutcome {
-        PacketOutcome::Nothing
-    }
-
-    /// After [`PacketOutcome::Reserved`]: waits through `park` (if any;
-    /// else gives up at once, as when unwinding), until `deadline`, for
-    /// the select's send that reserved this receive to fill it. `true` if
-    /// it got the message.
-    fn await_fill(&mut self, _park: Option<&dyn Park>, _deadline: Option<Instant>) -> bool {
-        false
-    }
-}
-
-/// What an operation's rendezvous packet brought ([`Op::settle_packet`]).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum PacketOutcome {
-    /// Nothing: withdrawn, dismissed, or let go.
-    Nothing,
-    /// The operation completed through it.
-    Completed,
-    /// A send was handed a receiver's packet to fill: it holds it, and its
-    /// next attempt completes.
-    Partner,
-    /// A receive's packet was reserved by a select's send, which will fill
-    /// it: [`Op::await_fill`].
-    Reserved,
 }
 
 /// A borrowed operation, as the macro hands its arms to [`run`].
