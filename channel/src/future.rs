@@ -7,7 +7,7 @@
 //! else can use the endpoint while it lives.
 //!
 //! A future waits exactly as a blocking operation does (invariant 3 of
-//! `chan.rs`), except that "park" is "return `Pending`, keeping the ticket":
+//! `chan/mod.rs`), except that "park" is "return `Pending`, keeping the ticket":
 //!
 //! * **poll**: if the previous poll left a ticket, [`leave`] it first: the
 //!   attempt that follows uses any wake it was chosen for. (Unless the

@@ -193,7 +193,7 @@ impl<T, M: Mode, P: Protocol> InRendezvous for RecvArm<'_, T, M, P> {
 /// A send operation of [`Select`](crate::Select): selected when the channel has room (or
 /// no receiver); the caller then sends through [`SelectedOperation::send`](crate::SelectedOperation::send).
 /// On a zero-capacity channel it is selected holding the receiver it will
-/// send to (`rendezvous.rs`, invariant 7).
+/// send to (`rendezvous/`, invariant 7).
 ///
 /// `repr(C)` with `partner` first, so that [`SelectedOperation::send`](crate::SelectedOperation::send)
 /// reaches it from the type-erased operation, as `recv` reaches a
@@ -314,7 +314,7 @@ pub struct SendArm<'a, T, M: Mode, P: Protocol, F> {
     /// in the rendezvous.
     packet: Option<Arc<Packet<T>>>,
     /// The receiver's packet this send reserved, or was handed, until
-    /// filled or let go (`rendezvous.rs`, invariant 7).
+    /// filled or let go (`rendezvous/`, invariant 7).
     partner: Option<Arc<Packet<T>>>,
 }
 

@@ -427,7 +427,7 @@ fn block<L: OpList + ?Sized>(
     if chosen.is_none() {
         // Cancelled (unwinding) out of the park after a peer served one of
         // our rendezvous packets: the hand-off stands, as for a plain
-        // receive (`rendezvous.rs`); the unwinding goes on at the next
+        // receive (`rendezvous/`); the unwinding goes on at the next
         // blocking operation or suspension.
         // A timer among the operations wakes the select when it is due:
         // nobody else would.

@@ -30,7 +30,7 @@
 //!    ([`hook::with_current`](crate::hook::with_current)), issues
 //!    `fence(SeqCst)`, re-checks every operation, and parks only if all of
 //!    them are still blocked: the same register / fence / re-check as a
-//!    blocking `send` or `recv` (invariant 3 of `chan.rs`), so no wake-up is
+//!    blocking `send` or `recv` (invariant 3 of `chan/mod.rs`), so no wake-up is
 //!    lost. In a coroutine only the coroutine suspends.
 //! 4. On the way out it picks one ready operation (if any; uniformly
 //!    again), *leaves* that channel's list (it is about to retry that
@@ -52,7 +52,7 @@
 //! channel): a peer that arrives (a thread, a coroutine, a future, or
 //! another select) decides the token for the packet it serves, and the
 //! select decides it for itself before it completes anything else, so
-//! exactly one operation completes (`rendezvous.rs`, invariant 5). A
+//! exactly one operation completes (`rendezvous/`, invariant 5). A
 //! send's packet holds its message if it is made; else (a `Select` send,
 //! or a `select!` send whose message is made only once chosen) the
 //! receiver that serves it hands the select a packet of its own and waits
@@ -71,7 +71,7 @@
 //! [`SelectedOperation`], a message expression that panics: the receiver
 //! then waits on as before). So `select!{send(s, r.recv().unwrap()) -> ..}`
 //! sends to the receiver that was waiting when it was chosen, whoever
-//! else arrives while the message is made (`rendezvous.rs`, invariant 7).
+//! else arrives while the message is made (`rendezvous/`, invariant 7).
 //!
 //! # Exactly once
 //!
