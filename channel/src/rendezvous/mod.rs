@@ -83,6 +83,15 @@
 //!    the select to wake and make its message, as crossbeam's does: the
 //!    select was chosen, and letting it go would make a try that cannot
 //!    see a blocked select's send, which two selecting parties need.
+//!
+//! # Where the parts are
+//!
+//! `packet.rs`: the packets, their states and the select's token;
+//! `meeting.rs`: the queues and what arriving, reserving, filling, giving
+//! up and leaving do; `wait.rs`: the blocking wait of a thread or
+//! coroutine. None of them knows the channel but through [`Peers`]; the
+//! channel's, a select's and a future's zero-capacity paths are in
+//! `chan/zero.rs`, `select/zero.rs` and `future/zero.rs`.
 
 mod meeting;
 mod packet;

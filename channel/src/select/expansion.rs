@@ -88,8 +88,8 @@ impl FirstTry {
 /// What the [`select!`](crate::select!) macro expands to uses. Not API.
 #[doc(hidden)]
 pub mod __private {
-    pub use super::super::arms::{RecvArm, SendArm};
-    pub use super::super::engine::{run, Wait};
-    pub use super::super::op::OpRef;
     pub use super::FirstTry;
+    pub use crate::select::arms::{RecvArm, SendArm};
+    pub use crate::select::engine::{run, Wait};
+    pub use crate::select::op::OpRef;
 }

@@ -82,6 +82,16 @@
 //! until [`SelectedOperation::recv`] collects it, so nobody can take it in
 //! between. A send is selected when the channel has room (or has lost its
 //! receivers); see [`SelectedOperation::send`] for what that promises.
+//!
+//! # Where the parts are
+//!
+//! `random.rs`: the randomness; `zero.rs`: what an operation does in a
+//! rendezvous while its select is blocked; `op.rs`: the operation trait
+//! the engine sees; `arms.rs`: the receive and send operations on
+//! channels; `engine.rs`: the driver (look, try, block); `builder.rs`:
+//! [`Select`] and its errors; `expansion.rs`: what the macros' expansion
+//! calls (hidden). Each imports only ones listed before it. The macros
+//! themselves are in `select_macro.rs`.
 
 mod arms;
 mod builder;
