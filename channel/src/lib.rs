@@ -61,6 +61,7 @@ pub mod oneshot;
 mod rendezvous;
 mod ring;
 mod select;
+mod select_macro;
 mod spaced;
 mod timer;
 mod waiting_on;

@@ -3,7 +3,7 @@
 //!
 //! A blocking operation registers here ([`Waiters::register`]), then issues
 //! `fence(SeqCst)` (not needed on a [`WaitList`] when the re-check is a
-//! read-modify-write of the peer's claim word: see `chan.rs`, `wait_on`),
+//! read-modify-write of the peer's claim word: see `chan/mod.rs`, `wait_on`),
 //! then re-checks the ring before parking. The peer, after
 //! changing the ring, looks for waiters ([`Waiters::notify_one`]); in
 //! between it is ordered against the waiter either by its own

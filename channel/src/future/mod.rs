@@ -7,7 +7,7 @@
 //! else can use the endpoint while it lives.
 //!
 //! A future waits exactly as a blocking operation does (invariant 3 of
-//! `chan.rs`), except that "park" is "return `Pending`, keeping the ticket":
+//! `chan/mod.rs`), except that "park" is "return `Pending`, keeping the ticket":
 //!
 //! * **poll**: if the previous poll left a ticket, [`leave`] it first: the
 //!   attempt that follows uses any wake it was chosen for. (Unless the
@@ -42,7 +42,8 @@
 //! meet. A dropped send future takes its packet (and message) back unless a
 //! receiver took it; a dropped receive future that was already handed a
 //! message passes it on to the next receiver (`Rendezvous::reoffer`): the
-//! sender was told it was delivered, and it is never lost.
+//! sender was told it was delivered, and it is never lost. That part is
+//! `future/zero.rs`.
 //!
 //! [`leave`]: Waiters::leave
 //! [`stands`]: Waiters::stands
@@ -56,11 +57,13 @@ use std::task::{Context, Poll, Waker};
 
 use crate::chan::{Chan, Unsent};
 use crate::error::{RecvError, SendError, TryRecvError};
-use crate::rendezvous::{rethrow_deferred, Arrival, Packet, Settled, Side};
+use crate::rendezvous::Packet;
 use crate::sync::Arc;
 use crate::wait_list::Waiters;
 use crate::{Cas, Mode, Protocol, Receiver, Sender};
 use swco_wait::protocol::TaskPark;
+
+mod zero;
 
 /// What a pending send future holds: its registration among blocked senders.
 type TxTicket<M, P> = <<M as Mode>::TxWait<P> as Waiters>::Ticket;
@@ -513,97 +516,10 @@ impl<T, M: Mode, P: Protocol> Sending<'_, T, M, P> {
     }
 }
 
-impl<T, M: Mode, P: Protocol> Sending<'_, T, M, P> {
-    /// `poll` on a zero-capacity channel.
-    fn poll_zero(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), SendError<T>>> {
-        let msg = &mut self.msg;
-        poll_rendezvous(self.chan, Side::Send, &mut self.packet, cx, || {
-            Some(msg.take().expect("SendFuture polled after completion"))
-        })
-        .map(|outcome| {
-            outcome
-                .map(drop)
-                .map_err(|back| SendError(back.expect("a sender's message")))
-        })
-    }
-}
-
-/// A future's `poll` on a zero-capacity channel, for either side: looks at
-/// the packet a previous poll queued (making this poll's waker the one a
-/// peer wakes), or arrives at the rendezvous with `msg()` (a sender's
-/// message). `Ok`: served (a receiver's message); `Err`: the other side is
-/// gone (a sender's message comes back).
-fn poll_rendezvous<T, M: Mode, P: Protocol>(
-    chan: &Chan<T, M, P>,
-    side: Side,
-    packet: &mut Option<Arc<Packet<T>>>,
-    cx: &mut Context<'_>,
-    msg: impl FnOnce() -> Option<T>,
-) -> Poll<Result<Option<T>, Option<T>>> {
-    let zero = chan.zero().expect("a zero-capacity channel");
-    if let Some(queued) = packet {
-        loop {
-            match zero.look(queued) {
-                Settled::Waiting => {
-                    if zero.rewake(queued, cx.waker()) {
-                        return Poll::Pending;
-                    }
-                }
-                Settled::Done(got) => {
-                    *packet = None;
-                    return Poll::Ready(Ok(got));
-                }
-                Settled::Dismissed(back) => {
-                    *packet = None;
-                    return Poll::Ready(Err(back));
-                }
-                // A select's send reserved this receiver, then let it go:
-                // nothing was received; arrive again.
-                Settled::Retry => {
-                    *packet = None;
-                    break;
-                }
-                Settled::Moved(_) | Settled::Reserved => {
-                    unreachable!("a future's packet is shared, and looked at")
-                }
-            }
-        }
-    }
-    let waker = || cx.waker().clone();
-    let gone = || chan.peers_gone(side);
-    match zero.arrive(side, msg(), Some(&waker), &gone) {
-        Arrival::Served(got) => {
-            // A waker that panicked goes on once the message is settled: at
-            // once for a send (ours moved into the channel), at the thread's
-            // next blocking operation for a receive (its message is ours).
-            if side == Side::Send {
-                rethrow_deferred();
-            }
-            Poll::Ready(Ok(got))
-        }
-        Arrival::Disconnected(back) => Poll::Ready(Err(back)),
-        Arrival::Queued(queued) => {
-            *packet = Some(queued);
-            chan.zero_queued(side);
-            Poll::Pending
-        }
-        // A receiver that met a select's send with no message yet: the
-        // select fills this packet (made with our waker) once it wakes.
-        Arrival::Partner(partner) => {
-            *packet = Some(partner);
-            Poll::Pending
-        }
-        Arrival::Nobody(_) => unreachable!("a shared waiter was asked for"),
-    }
-}
-
 impl<T, M: Mode, P: Protocol> Drop for Sending<'_, T, M, P> {
     fn drop(&mut self) {
         if let Some(packet) = self.packet.take() {
-            let zero = self.chan.zero().expect("a zero-capacity channel");
-            // Taken back unless a receiver took it first; an unsent message
-            // is dropped here, with the future.
-            drop(zero.withdraw(Side::Send, &packet));
+            zero::drop_send_packet(self.chan, &packet);
         }
         if let Some(ticket) = self.ticket.take() {
             // No retry follows: hand on a free slot we were woken for. The
@@ -754,14 +670,7 @@ impl<T, M: Mode, P: Protocol> Receiving<'_, T, M, P> {
         assert!(!this.done, "RecvFuture polled after completion");
         let chan = this.chan;
         if chan.zero().is_some() {
-            let outcome =
-                poll_rendezvous(chan, Side::Recv, &mut this.packet, cx, || None).map(|outcome| {
-                    outcome
-                        .map(|got| got.expect("a served receiver has a message"))
-                        .map_err(|_| RecvError)
-                });
-            this.done = outcome.is_ready();
-            return outcome;
+            return this.poll_zero(cx);
         }
         let receivers = &*chan.receivers;
         if let Some(ticket) = this.ticket.take() {
@@ -805,16 +714,7 @@ impl<T, M: Mode, P: Protocol> Receiving<'_, T, M, P> {
 impl<T, M: Mode, P: Protocol> Drop for Receiving<'_, T, M, P> {
     fn drop(&mut self) {
         if let Some(packet) = self.packet.take() {
-            let chan = self.chan;
-            let zero = chan.zero().expect("a zero-capacity channel");
-            // Reserved by a select's send: abandoned (it sends elsewhere).
-            if let Settled::Done(Some(msg)) = zero.give_up(Side::Recv, &packet) {
-                // Handed a message, then dropped: it goes on to the next
-                // receiver rather than be lost (we are still a receiver).
-                if zero.reoffer(msg, &|| false) {
-                    chan.zero_queued(Side::Send);
-                }
-            }
+            zero::drop_recv_packet(self.chan, &packet);
         }
         if let Some(ticket) = self.ticket.take() {
             // No retry follows: hand on a message we were woken for (it is
