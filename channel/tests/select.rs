@@ -267,6 +267,39 @@ fn empty_select_with_default_timeout_waits() {
 
 // ---- the struct --------------------------------------------------------
 
+/// Receivers behind an `Arc`, `Rc` or `Box` are added as they are, as
+/// with a method that names the receiver type (deref would not reach a
+/// generic one), and `SelectedOperation::recv` takes them the same way.
+#[test]
+fn select_struct_takes_receivers_behind_pointers() {
+    let (tx1, rx1) = mpmc::bounded::<u32>(1);
+    let (tx2, rx2) = spsc::bounded::<u32>(1);
+    let (tx3, rx3) = mpmc::bounded::<u32>(1);
+    let rx1 = Arc::new(rx1);
+    let rx2 = std::rc::Rc::new(rx2);
+    let rx3 = Box::new(rx3);
+    for (i, tx) in [&tx1, &tx3].into_iter().enumerate() {
+        tx.send(i as u32 * 10).unwrap();
+    }
+    tx2.send(5).unwrap();
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        let mut sel = Select::new();
+        let a = sel.recv(&rx1);
+        let b = sel.recv(&rx2);
+        let c = sel.recv(&rx3);
+        let oper = sel.select();
+        got.push(match oper.index() {
+            i if i == a => oper.recv(&rx1).unwrap(),
+            i if i == b => oper.recv(&rx2).unwrap(),
+            i if i == c => oper.recv(&rx3).unwrap(),
+            _ => unreachable!(),
+        });
+    }
+    got.sort_unstable();
+    assert_eq!(got, [0, 5, 10]);
+}
+
 #[test]
 fn select_struct_recv_and_send() {
     let (tx1, rx1) = spsc::bounded_with::<i32, Updt>(1);

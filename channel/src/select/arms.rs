@@ -445,8 +445,9 @@ impl<T, M: Mode, P: Protocol, F: FnOnce() -> T> SendArm<'_, T, M, P, F> {
 /// [`SelectedOperation::recv`](crate::SelectedOperation::recv) take: a
 /// channel's [`Receiver`] (any mode and protocol), a
 /// [`TimerReceiver`](crate::TimerReceiver), or a
-/// [`oneshot::Receiver`](crate::oneshot::Receiver). Sealed: implemented
-/// by this crate's receivers only.
+/// [`oneshot::Receiver`](crate::oneshot::Receiver), or one of these behind
+/// an `Arc`, `Rc` or `Box`. Sealed: implemented by this crate's receivers
+/// only.
 pub trait SelectRecv: recv_op::RecvOp {
     /// The type of the messages received.
     type Msg;
@@ -490,6 +491,30 @@ impl<T, M: Mode, P: Protocol> recv_op::RecvOp for Receiver<T, M, P> {
         channel_of(&self.chan)
     }
 }
+
+/// A receiver behind a pointer selects as the receiver itself: the
+/// builder's `recv` is generic, so a `&Arc<Receiver>` would not deref to a
+/// `&Receiver` on its own, as it does with a method that names the type.
+macro_rules! select_recv_through {
+    ($($ptr:ident)::+) => {
+        impl<R: SelectRecv + ?Sized> SelectRecv for $($ptr)::+<R> {
+            type Msg = R::Msg;
+        }
+
+        impl<R: SelectRecv + ?Sized> recv_op::RecvOp for $($ptr)::+<R> {
+            fn parts(&self) -> recv_op::Parts<'_> {
+                (**self).parts()
+            }
+            fn end(&self) -> *const () {
+                (**self).end()
+            }
+        }
+    };
+}
+
+select_recv_through!(std::sync::Arc);
+select_recv_through!(std::rc::Rc);
+select_recv_through!(Box);
 
 /// The address that names a channel: what a [`SelectedOperation`](crate::SelectedOperation) checks
 /// its endpoint against (a clone of the endpoint added names the same).
