@@ -392,7 +392,11 @@ impl Launch for DumpRequest {
     /// it answers nothing, and the dump names the executor.
     unsafe fn launch(self: Arc<Self>, _member: u32, _start: Start) {}
 
-    fn serve(&self, local: &Local) {
+    fn serve(&self, executor: &dyn std::any::Any) {
+        let Some(local) = executor.downcast_ref::<Local>() else {
+            debug_assert!(false, "a dump request served by something not an executor");
+            return;
+        };
         // Never blocks: the channel has room for every executor's answer,
         // and a dump that gave up waiting is simply gone.
         let _ = self.reply.try_send(local.dump_part());

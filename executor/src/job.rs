@@ -13,10 +13,10 @@
 //!   [`spawn_all`](crate::Runtime::spawn_all) group, in one allocation)
 //!   tells them apart by their member index: each index has one job.
 
+use std::any::Any;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use crate::executor::Local;
 use crate::inbox::{SpawnNode, Spawnable};
 use crate::join::SpawnInfo;
 
@@ -49,7 +49,12 @@ pub(crate) trait Launch: Send + Sync {
     /// Serves a request of the runtime to the executor itself (a job made
     /// by [`Job::request`]), in the executor loop, on the executor's own
     /// stack. Never called for a coroutine's body.
-    fn serve(&self, _local: &Local) {}
+    ///
+    /// The executor comes as `&dyn Any` (it is the executor loop's
+    /// `Local`): jobs are what the executor runs, so this layer sits below
+    /// it and names none of its types; a request, written above both,
+    /// names the type it downcasts to.
+    fn serve(&self, _executor: &dyn Any) {}
 }
 
 /// A coroutine body, on its way to its home executor. The executor starts
@@ -133,10 +138,11 @@ impl Job {
         self.request
     }
 
-    /// Serves a [`request`](Job::request) on executor `local`.
-    pub(crate) fn serve(mut self, local: &Local) {
+    /// Serves a [`request`](Job::request) on `executor` (the executor
+    /// loop's `Local`; see [`Launch::serve`]).
+    pub(crate) fn serve(mut self, executor: &dyn Any) {
         if let Some(body) = self.body.take() {
-            body.serve(local);
+            body.serve(executor);
         }
     }
 

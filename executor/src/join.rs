@@ -874,6 +874,7 @@ impl<T> fmt::Debug for JoinFuture<T> {
 /// Maps a coroutine's panic payload to its join error. A user's payload is
 /// kept in the error whole (for `JoinError::into_panic`); a cancellation's
 /// is ours and is dropped here.
+#[cfg(not(loom))]
 pub(crate) fn join_error(payload: Box<dyn std::any::Any + Send>) -> JoinError {
     if payload.is::<crate::panic::Cancelled>() {
         crate::panic::drop_payload(payload);
