@@ -9,7 +9,10 @@
 //! * [`cas_and_updt!`] and [`mode_tests!`] write one `#[test]` per protocol
 //!   or per mode and protocol, calling a generic body;
 //! * [`Census`] / [`Counted`] and [`DropCounter`] count drops, for the
-//!   tests that check that every value is dropped exactly once.
+//!   tests that check that every value is dropped exactly once;
+//! * under `--cfg loom`, `loom_check` runs a loom model with every bound
+//!   of the search set in code (the executor's in-crate models and
+//!   `swco-loom-tests` both use it).
 //!
 //! It depends on no swco crate (a test of `swco-channel` that used a copy
 //! of `swco-channel` through this crate would see two sets of types), so
@@ -377,4 +380,38 @@ impl Drop for DropCounter {
     fn drop(&mut self) {
         self.0.fetch_add(1, Ordering::SeqCst);
     }
+}
+
+// ---- running a loom model ------------------------------------------------------
+
+/// Runs `f` under loom with at most `preemptions` preemptions per execution
+/// (`None`: unbounded), and prints the execution count and time.
+///
+/// Every bound of the search is set here, so a suite's cost is decided by
+/// the code and not by `LOOM_*` variables left in the environment.
+/// `max_branches` is raised from loom's 1,000 because retry and parking
+/// loops yield on every turn, and each yield is a branch.
+#[cfg(loom)]
+pub fn loom_check<F>(name: &str, preemptions: Option<usize>, f: F)
+where
+    F: Fn() + Sync + Send + 'static,
+{
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = preemptions;
+    builder.max_branches = 100_000;
+    builder.max_permutations = None;
+    builder.max_duration = None;
+    builder.checkpoint_file = None;
+    let executions = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&executions);
+    let start = Instant::now();
+    builder.check(move || {
+        counted.fetch_add(1, Ordering::SeqCst);
+        f();
+    });
+    eprintln!(
+        "loom model {name}: {} executions, preemption bound {preemptions:?}, {:.2?}",
+        executions.load(Ordering::SeqCst),
+        start.elapsed()
+    );
 }

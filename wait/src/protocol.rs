@@ -230,37 +230,25 @@ pub fn wait_for_grant<L: RawLock>(
 /// [`Waiters::notify_all`]) finds this party listed; a wake that comes
 /// between `release` and the park leaves the park context's wake pending,
 /// so the park returns at once. A party that unwinds out of its park (a
-/// cancellation) after being chosen hands the notice to the next waiter
-/// ([`Waiters::abandon`]), so a `notify_one` is not lost with it.
+/// cancellation) after being chosen hands the notice to the next waiter,
+/// so a `notify_one` is not lost with it.
 pub fn wait_for_notice<L: RawLock + 'static>(
     list: &WaitList<L>,
     on: WaitingOn<'_>,
     deadline: Option<Instant>,
     release: impl FnOnce(),
 ) -> bool {
-    /// Leaves the list on every way out; hands a notice on when unwinding.
-    struct Abandon<'a, L: RawLock + 'static> {
-        list: &'a WaitList<L>,
-        key: Option<Key>,
-    }
-    impl<L: RawLock + 'static> Drop for Abandon<'_, L> {
-        fn drop(&mut self) {
-            if let Some(key) = self.key.take() {
-                self.list.abandon(key);
-            }
-        }
-    }
     hook::with_current(|park| {
-        let mut leave = Abandon {
+        // Unwinding out of the park, a chosen party hands its notice on.
+        let hand_on = || list.notify_one(false);
+        let mut leave = Leave {
             list,
             key: Some(list.add(park.waker())),
+            give_back: &hand_on,
         };
         release();
         park.park_on(deadline, on);
-        match leave.key.take() {
-            Some(key) => !list.remove(key),
-            None => false,
-        }
+        leave.key.take().is_some_and(|key| !list.remove(key))
     })
 }
 

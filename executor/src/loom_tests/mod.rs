@@ -48,36 +48,6 @@ mod join;
 mod stall;
 mod wake;
 
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::time::Instant;
-
-/// Runs `f` under loom with at most `preemptions` preemptions per
-/// execution (`None`: unbounded), and prints the execution count and time.
-///
-/// Every bound of the search is set here, so the cost is decided by the
-/// code and not by `LOOM_*` variables left in the environment (as in
-/// `loom-tests`). `max_branches` is raised from loom's 1,000 for the
-/// models whose parking loops spin.
-fn check<F>(name: &str, preemptions: Option<usize>, f: F)
-where
-    F: Fn() + Sync + Send + 'static,
-{
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = preemptions;
-    builder.max_branches = 100_000;
-    builder.max_permutations = None;
-    builder.max_duration = None;
-    builder.checkpoint_file = None;
-    let executions = std::sync::Arc::new(AtomicUsize::new(0));
-    let counted = executions.clone();
-    let start = Instant::now();
-    builder.check(move || {
-        counted.fetch_add(1, SeqCst);
-        f();
-    });
-    eprintln!(
-        "loom model {name}: {} executions, preemption bound {preemptions:?}, {:.2?}",
-        executions.load(SeqCst),
-        start.elapsed()
-    );
-}
+/// The shared loom runner (`swco-test-support`): every bound of the search
+/// set in code.
+use swco_test_support::loom_check as check;

@@ -13,7 +13,6 @@
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::Mutex;
-use std::time::Instant;
 
 use loom::thread;
 use swco_channel::{
@@ -21,36 +20,18 @@ use swco_channel::{
     TrySendError,
 };
 
-/// Runs `f` under loom with at most `preemptions` preemptions per execution.
-///
-/// Everything that bounds the search is set here, so the suite's cost is
-/// decided by the code and not by `LOOM_*` variables left in the environment.
-/// `max_branches` is raised from loom's 1,000 because the channel's retry
-/// loops yield on every turn, and each yield is a branch.
+/// Runs `f` under loom with at most `preemptions` preemptions per execution
+/// (the shared runner of `swco-test-support`, which sets every bound of the
+/// search in code), the combining slots numbered afresh in each execution.
 pub fn check<F>(name: &str, preemptions: usize, f: F)
 where
     F: Fn() + Sync + Send + 'static,
 {
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(preemptions);
-    builder.max_branches = 100_000;
-    builder.max_permutations = None;
-    builder.max_duration = None;
-    builder.checkpoint_file = None;
-    let executions = std::sync::Arc::new(AtomicUsize::new(0));
-    let counted = executions.clone();
-    let start = Instant::now();
-    builder.check(move || {
-        counted.fetch_add(1, SeqCst);
+    swco_test_support::loom_check(name, Some(preemptions), move || {
         // Each execution numbers its threads' combining slots from 0.
         swco_channel::__loom_reset_slots();
         f();
     });
-    eprintln!(
-        "loom model {name}: {} executions, preemption bound {preemptions}, {:.2?}",
-        executions.load(SeqCst),
-        start.elapsed()
-    );
 }
 
 /// Defines a `#[test]` that model-checks `body` with the given preemption
