@@ -53,9 +53,10 @@ fn all_parties<H>(spawn: impl FnMut(usize) -> H, join: impl Fn(H)) -> Duration {
 fn swco_mutex(rt: &Runtime) -> Duration {
     let m = Arc::new(swco::sync::Mutex::new(0usize));
     let t = all_parties(
-        |_| {
+        |i| {
             let m = Arc::clone(&m);
-            rt.spawn(move || {
+            // Party i on executor i mod 2, as may's party i on worker i mod 2.
+            rt.spawn_on(i % 2, move || {
                 for _ in 0..K {
                     let mut g = m.lock();
                     let v = *g;
@@ -63,6 +64,7 @@ fn swco_mutex(rt: &Runtime) -> Duration {
                     *g = v + 1;
                 }
             })
+            .expect("executor in range")
         },
         |h| h.join().expect("a contender finished"),
     );
@@ -147,9 +149,10 @@ fn swco_barrier(rt: &Runtime) -> Duration {
     let b = Arc::new(swco::sync::Barrier::new(PARTIES));
     let rounds = Arc::new(Rounds::default());
     all_parties(
-        |_| {
+        |i| {
             let (b, rounds) = (Arc::clone(&b), Arc::clone(&rounds));
-            rt.spawn(move || rounds.run(|| b.wait().is_leader()))
+            rt.spawn_on(i % 2, move || rounds.run(|| b.wait().is_leader()))
+                .expect("executor in range")
         },
         |h| h.join().expect("a party finished"),
     );
