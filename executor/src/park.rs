@@ -137,6 +137,16 @@ impl Park for CoroutinePark {
         }
     }
 
+    fn home(&self) -> usize {
+        // A coroutine is woken onto its own executor's run queue: that
+        // executor is its home. (A blocking call outside a coroutine parks
+        // the thread: no home.)
+        match self.running() {
+            Some((local, _)) => local as *const Local as usize,
+            None => 0,
+        }
+    }
+
     fn party(&self) -> usize {
         // SAFETY: as in `running`: a non-null `local` points at the live
         // Local of this thread's executor.

@@ -127,6 +127,57 @@ fn mutex_counts_exactly_with_guards_held_across_yields() {
 }
 
 #[test]
+fn executor_affinity_never_starves_a_waiter_elsewhere() {
+    // Coroutines of executor 0 pass the lock among themselves for as long
+    // as `stop` is unset: every unlock there finds a waiter of its own
+    // executor near the front. A coroutine of executor 1 and a plain
+    // thread must still get the lock (the bound on passing the oldest
+    // waiter over); were it unbounded they would wait for ever, the hammers
+    // with them, and the hang guard would fail the test.
+    in_child_process("executor_affinity_never_starves_a_waiter_elsewhere", || {
+        const HAMMERS: usize = 8;
+        let rt = rt(2);
+        let m = Arc::new(Mutex::new(0usize));
+        let stop = Arc::new(AtomicUsize::new(0));
+        let hammers: Vec<_> = (0..HAMMERS)
+            .map(|_| {
+                let (m, stop) = (Arc::clone(&m), Arc::clone(&stop));
+                rt.spawn_on(0, move || {
+                    let mut rounds = 0usize;
+                    while stop.load(Ordering::SeqCst) < 2 {
+                        let mut g = m.lock();
+                        yield_now();
+                        *g += 1;
+                        rounds += 1;
+                    }
+                    rounds
+                })
+                .unwrap()
+            })
+            .collect();
+        // Let the hammers' queue form before the others join it.
+        settle();
+        let (m1, stop1) = (Arc::clone(&m), Arc::clone(&stop));
+        let elsewhere = rt
+            .spawn_on(1, move || {
+                *m1.lock() += 1;
+                stop1.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+        let (m2, stop2) = (Arc::clone(&m), Arc::clone(&stop));
+        let thread = thread::spawn(move || {
+            *m2.lock() += 1;
+            stop2.fetch_add(1, Ordering::SeqCst);
+        });
+        elsewhere.join().unwrap();
+        thread.join().unwrap();
+        let rounds: usize = hammers.into_iter().map(|h| h.join().unwrap()).sum();
+        assert_eq!(*m.lock(), rounds + 2, "an increment was lost");
+        rt.shutdown();
+    });
+}
+
+#[test]
 fn mutex_try_lock_get_mut_and_lock_async() {
     in_child_process("mutex_try_lock_get_mut_and_lock_async", || {
         let mut m = Mutex::new(1);

@@ -5,7 +5,9 @@
 //!
 //! * `Mutex`: mutual exclusion (a loom cell written under the guard: two
 //!   holders at once are a data race loom reports) and no lost wake-up (a
-//!   waiter left asleep is a deadlock loom reports), three parties;
+//!   waiter left asleep is a deadlock loom reports), three parties; and
+//!   the same with homes (`Park::home`), so that an unlock chooses a waiter
+//!   behind the front, which learns it through the list's `chosen` word;
 //! * `Semaphore`: permits are conserved: never more holders than permits,
 //!   and every permit back at the end, with an `add_permits` racing;
 //! * `Barrier`: generations: two rounds of two parties, nobody leaves a
@@ -24,11 +26,15 @@
 #[macro_use]
 mod common;
 
+use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::task::Waker;
+use std::time::Instant;
 
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
+use swco_channel::hook::{self, Park};
 use swco_sync::{Barrier, Condvar, Mutex, OnceCell, Semaphore, WaitGroup};
 
 /// Three parties lock once each and increment a loom cell under the guard.
@@ -48,6 +54,71 @@ fn mutex_exclusion() {
         })
         .collect();
     bump(&m, &cell);
+    for t in threads {
+        t.join().unwrap();
+    }
+    let _g = m.lock();
+    // SAFETY: as above.
+    assert_eq!(cell.with(|p| unsafe { *p }), 3);
+}
+
+/// A park context with a home: the thread's own parker, but reporting
+/// `home`, as an executor's coroutines report theirs.
+struct HomePark {
+    inner: Rc<dyn Park>,
+    home: usize,
+}
+
+impl Park for HomePark {
+    fn waker(&self) -> Waker {
+        self.inner.waker()
+    }
+    fn will_wake(&self, waker: &Waker) -> bool {
+        self.inner.will_wake(waker)
+    }
+    fn park(&self, deadline: Option<Instant>) {
+        self.inner.park(deadline);
+    }
+    fn home(&self) -> usize {
+        self.home
+    }
+}
+
+/// Runs the rest of this loom thread at `home`.
+fn set_home(home: usize) {
+    let inner = hook::current();
+    hook::set_current(Some(Rc::new(HomePark { inner, home })));
+}
+
+/// `mutex_exclusion` with homes: the main thread (home 1) holds the lock
+/// while a home-2 thread and then a home-1 thread may queue, so its unlock
+/// may pass the front (home 2) over for the home-1 waiter. Mutual exclusion
+/// and no lost wake-up as before; here they also depend on how a waiter
+/// chosen from behind the front learns it (the `chosen` word, Acquire
+/// against the chooser's Release).
+fn mutex_exclusion_with_homes() {
+    let m = Arc::new(Mutex::new(()));
+    let cell = Arc::new(UnsafeCell::new(0usize));
+    let bump = |m: &Mutex<()>, cell: &UnsafeCell<usize>| {
+        let _g = m.lock();
+        // SAFETY: written only under the guard, as in `mutex_exclusion`.
+        cell.with_mut(|p| unsafe { *p += 1 });
+    };
+    set_home(1);
+    let g = m.lock();
+    let threads: Vec<_> = [2, 1]
+        .into_iter()
+        .map(|home| {
+            let (m, cell) = (m.clone(), cell.clone());
+            thread::spawn(move || {
+                set_home(home);
+                bump(&m, &cell);
+            })
+        })
+        .collect();
+    // SAFETY: as above, under the guard.
+    cell.with_mut(|p| unsafe { *p += 1 });
+    drop(g);
     for t in threads {
         t.join().unwrap();
     }
@@ -191,6 +262,11 @@ model!(
     mutex_mutual_exclusion_and_no_lost_wake_up,
     2,
     mutex_exclusion()
+);
+model!(
+    mutex_hand_off_past_the_front_by_home,
+    2,
+    mutex_exclusion_with_homes()
 );
 model!(
     semaphore_permits_conserved,

@@ -15,7 +15,9 @@
 //! park; so none loses a wake-up, and a waiter cancelled in its park
 //! (`JoinHandle::cancel`, a runtime's `shutdown_timeout`) leaves no stale
 //! registration and hands on anything given to it. Each type states its
-//! fairness rule: [`Mutex`] and [`Semaphore`] hand off FIFO; a
+//! fairness rule: [`Mutex`] and [`Semaphore`] hand off to the oldest
+//! waiter, preferring one on the giver's executor a bounded number of
+//! times in a row; a
 //! [`Condvar`]'s `notify_one` wakes its oldest waiter; [`Barrier`],
 //! [`WaitGroup`] and [`OnceCell`] release everyone at once.
 //!

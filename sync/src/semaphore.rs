@@ -18,9 +18,12 @@ use crate::queue::Queue;
 /// [`SemaphorePermit`] gives it back when dropped.
 /// [`add_permits`](Semaphore::add_permits) adds more.
 ///
-/// **Fairness: FIFO hand-off.** A permit given back (or added) while
-/// waiters are queued goes to the oldest waiter, which wakes up holding
-/// it; an `acquire` that finds waiters queued joins the queue. As with
+/// **Fairness: hand-off, oldest first, with bounded executor affinity.** A
+/// permit given back (or added) while waiters are queued goes to the
+/// oldest waiter, which wakes up holding it, or, as with
+/// [`Mutex`](crate::Mutex), to a waiter on the giver's executor near the
+/// front, at most 32 times in a row; an `acquire` that finds waiters queued
+/// joins the queue. As with
 /// [`Mutex`](crate::Mutex), only an `acquire` (or
 /// [`try_acquire`](Semaphore::try_acquire)) racing the return of a permit
 /// may come first, and the waiter keeps its place.

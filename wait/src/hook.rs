@@ -129,6 +129,18 @@ pub trait Park {
     fn party(&self) -> usize {
         0
     }
+
+    /// Where the party that parks here runs when woken, as a number: the
+    /// same for every party woken onto one run queue (the coroutines of one
+    /// executor thread), `0` if there is no such queue (a plain thread, the
+    /// default). A hand-off ([`WaitList::wake_one_if`]) prefers, within a
+    /// bound, a waiter with the giver's home: waking it is a push onto the
+    /// giver's own run queue, where any other choice is a remote wake.
+    ///
+    /// [`WaitList::wake_one_if`]: crate::wait_list::WaitList::wake_one_if
+    fn home(&self) -> usize {
+        0
+    }
 }
 
 /// The default context: parks the OS thread with a token parker.
@@ -301,6 +313,20 @@ pub fn current_party() -> usize {
         Some(installed) => unsafe { (*installed.as_ptr()).party() },
         None if cfg!(loom) => 0,
         None => PARTY.try_with(|p| p as *const u8 as usize).unwrap_or(0),
+    }
+}
+
+/// The [`Park::home`] of this thread's park context: where a party
+/// blocking now would be woken, `0` outside an installed context. Does not
+/// block, like [`current_party`].
+#[must_use]
+#[inline]
+pub fn current_home() -> usize {
+    match INSTALLED.try_with(Cell::get).ok().flatten() {
+        // SAFETY: as in `current_party`: `home` does not call out, and the
+        // reference does not outlive this call.
+        Some(installed) => unsafe { (*installed.as_ptr()).home() },
+        None => 0,
     }
 }
 

@@ -200,7 +200,7 @@ pub fn wait_for_grant<L: RawLock>(
     hook::with_current(|park| loop {
         let mut leave = Leave {
             list,
-            key: Some(list.add(park.waker())),
+            key: Some(list.add_at(park.waker(), park.home())),
             give_back: &give_back,
         };
         fence(Ordering::SeqCst);

@@ -34,7 +34,7 @@ use std::collections::VecDeque;
 use std::task::Waker;
 
 use crate::backoff::Backoff;
-use crate::hook::Park;
+use crate::hook::{self, Park};
 use crate::lock::RawLock;
 use crate::sync::{fence, Ordering, UnsafeCell};
 use crate::updt::UpdtCell;
@@ -126,12 +126,8 @@ pub trait Waiters: Send + Sync + 'static {
 /// The waiter list of a side with several endpoints.
 pub struct WaitList<L> {
     lock: L,
-    /// Guarded by `lock`. Keys are handed out in order and entries only
-    /// leave, never move, so the keys in `entries` ascend (in wrapping
-    /// order) from front to back.
-    entries: UnsafeCell<VecDeque<(usize, Waker)>>,
     /// Guarded by `lock`.
-    next_key: UnsafeCell<usize>,
+    queue: UnsafeCell<Queue>,
     /// Mirror of `entries.len()`, stored under the lock, loaded without it on
     /// the fast path. Only loaded and stored, so an `UpdtCell` serves.
     len: UpdtCell,
@@ -143,7 +139,49 @@ pub struct WaitList<L> {
     /// long queue (a contended mutex keeps every other contender listed,
     /// so the list is rarely empty when the chosen one looks).
     head: UpdtCell,
+    /// The key of the last waiter chosen from behind the front (by
+    /// [`wake_one_if`](WaitList::wake_one_if)'s preference for the giver's
+    /// home), stored under the lock, `NO_KEY` before any: lets that waiter,
+    /// too, learn that it was chosen without the lock, unless a later such
+    /// choice has overwritten it (it then looks under the lock).
+    chosen: UpdtCell,
 }
+
+/// The listed waiters, under the list's lock.
+struct Queue {
+    /// Keys are handed out in order and entries only leave, never move, so
+    /// the keys ascend (in wrapping order) from front to back.
+    entries: VecDeque<Entry>,
+    next_key: usize,
+    /// Hand-offs in a row that passed the front waiter over for one at the
+    /// giver's home; see [`WaitList::wake_one_if`].
+    passed: usize,
+}
+
+/// One listed waiter.
+struct Entry {
+    key: usize,
+    /// The waiter's [`Park::home`](crate::hook::Park::home), `0` for none.
+    home: usize,
+    waker: Waker,
+}
+
+/// How many hand-offs in a row may pass the oldest waiter over for a waiter
+/// at the giver's home. This bounds the unfairness: the oldest waiter is
+/// chosen after at most this many others. It is the run of hand-offs a
+/// lock stays on one executor while the waiters of another wait, enough to
+/// make the remote wake that ends a run rare next to the local hand-offs
+/// that make it up.
+const MAX_PASSES: usize = 32;
+
+/// How far behind the front a hand-off looks for a waiter at its home. The
+/// scan is under the list's lock, so it is kept short; waiters of two
+/// executors that alternate in the queue put one within the first two.
+const HOME_WINDOW: usize = 32;
+
+/// A key no waiter holds (`chosen` before any choice). Keys would reach it
+/// only after `usize::MAX` registrations on one list.
+const NO_KEY: usize = usize::MAX;
 
 // SAFETY: the cells are only touched with `lock` held.
 unsafe impl<L: RawLock> Sync for WaitList<L> {}
@@ -165,19 +203,21 @@ impl<L: RawLock> WaitList<L> {
     fn empty() -> Self {
         WaitList {
             lock: L::new(),
-            entries: UnsafeCell::new(VecDeque::new()),
-            next_key: UnsafeCell::new(0),
+            queue: UnsafeCell::new(Queue {
+                entries: VecDeque::new(),
+                next_key: 0,
+                passed: 0,
+            }),
             len: UpdtCell::new(0),
             head: UpdtCell::new(0),
+            chosen: UpdtCell::new(NO_KEY),
         }
     }
 
-    fn with_locked<R>(&self, f: impl FnOnce(&mut VecDeque<(usize, Waker)>, &mut usize) -> R) -> R {
+    fn with_locked<R>(&self, f: impl FnOnce(&mut Queue) -> R) -> R {
         self.lock.lock();
-        // SAFETY: we hold the lock, so no one else is touching the cells.
-        let r = self
-            .entries
-            .with_mut(|e| self.next_key.with_mut(|k| unsafe { f(&mut *e, &mut *k) }));
+        // SAFETY: we hold the lock, so no one else is touching the cell.
+        let r = self.queue.with_mut(|q| unsafe { f(&mut *q) });
         self.lock.unlock();
         r
     }
@@ -185,14 +225,22 @@ impl<L: RawLock> WaitList<L> {
     /// Adds a waiter, woken through `waker`, at the back. Follow with
     /// `fence(SeqCst)` and a re-check; leave with [`remove`](Self::remove).
     pub fn add(&self, waker: Waker) -> Key {
-        self.with_locked(|entries, next| {
-            let key = *next;
-            *next = key.wrapping_add(1);
+        self.add_at(waker, 0)
+    }
+
+    /// [`add`](Self::add), for a waiter whose [`Park::home`] is `home`,
+    /// which a hand-off ([`wake_one_if`](Self::wake_one_if)) may prefer.
+    ///
+    /// [`Park::home`]: crate::hook::Park::home
+    pub fn add_at(&self, waker: Waker, home: usize) -> Key {
+        self.with_locked(|q| {
+            let key = q.next_key;
+            q.next_key = key.wrapping_add(1);
             // `head` stays: a list that was empty had `head == key`, and a
             // list that was not keeps its front.
-            entries.push_back((key, waker));
+            q.entries.push_back(Entry { key, home, waker });
             // Relaxed: the caller's fence(SeqCst) orders it before the re-check.
-            self.len.store(entries.len(), Ordering::Release);
+            self.len.store(q.entries.len(), Ordering::Release);
             Key(key)
         })
     }
@@ -210,25 +258,37 @@ impl<L: RawLock> WaitList<L> {
         // lock), so what the waker handed over (a lock, a permit) comes
         // with what its giver wrote before. Loom's Mutex model caught a
         // Relaxed pair here: two holders at once.
-        if precedes(key.0, self.head.load(Ordering::Acquire)) {
+        // A waiter chosen from behind the front learns it from `chosen`
+        // (Acquire, as `head`), unless a later such choice overwrote it.
+        if precedes(key.0, self.head.load(Ordering::Acquire))
+            || self.chosen.load(Ordering::Acquire) == key.0
+        {
             return false;
         }
-        self.with_locked(|entries, next| {
-            let found = entries.iter().position(|(k, _)| *k == key.0);
+        self.with_locked(|q| {
+            let found = q.entries.iter().position(|e| e.key == key.0);
             if let Some(i) = found {
-                entries.remove(i);
-                self.publish(entries, *next);
+                q.entries.remove(i);
+                self.publish(q);
             }
             found.is_some()
         })
     }
 
-    /// Stores the mirrors of `entries` that are read without the lock.
+    /// Stores the mirrors of the queue that are read without the lock.
     /// Called under the lock after every removal. Release: see `remove`.
-    fn publish(&self, entries: &VecDeque<(usize, Waker)>, next_key: usize) {
-        self.len.store(entries.len(), Ordering::Release);
-        let head = entries.front().map_or(next_key, |(k, _)| *k);
+    fn publish(&self, q: &Queue) {
+        self.len.store(q.entries.len(), Ordering::Release);
+        let head = q.entries.front().map_or(q.next_key, |e| e.key);
         self.head.store(head, Ordering::Release);
+    }
+
+    /// Takes the oldest waiter, under the lock.
+    fn take_front(&self, q: &mut Queue) -> Option<Waker> {
+        let first = q.entries.pop_front();
+        q.passed = 0;
+        self.publish(q);
+        first.map(|e| e.waker)
     }
 
     /// Cheap check, after the caller's `fence(SeqCst)` or claim: `false`
@@ -241,24 +301,45 @@ impl<L: RawLock> WaitList<L> {
         self.len.load(Ordering::Relaxed) != 0
     }
 
-    /// Chooses the oldest waiter if there is one and `grant()`, called
-    /// under the list's lock with a waiter there, says yes: it is removed
-    /// (which is how it learns it was chosen: its [`remove`](Self::remove)
-    /// returns `false`) and woken after the lock is released. Returns
-    /// whether a waiter was chosen. `grant` must not block or panic; it is
-    /// what hands the waiter what it waits for (a lock, a permit), so that
-    /// the hand-off and the choice are one step.
+    /// Chooses a waiter if there is one and `grant()`, called under the
+    /// list's lock with a waiter there, says yes: it is removed (which is
+    /// how it learns it was chosen: its [`remove`](Self::remove) returns
+    /// `false`) and woken after the lock is released. Returns whether a
+    /// waiter was chosen. `grant` must not block or panic; it is what hands
+    /// the waiter what it waits for (a lock, a permit), so that the
+    /// hand-off and the choice are one step.
+    ///
+    /// **Which waiter: the oldest, with bounded home affinity.** If the
+    /// oldest waiter's home (see [`add_at`](Self::add_at)) is not the
+    /// caller's, the oldest waiter with the caller's home among the first
+    /// few is chosen instead, at most `MAX_PASSES` (32) times in a row; then
+    /// the oldest. Waking a coroutine of one's own executor is a push onto
+    /// its run queue; waking one of another executor is a remote wake that
+    /// leaves this executor idle while the other wakes up. Keeping runs of
+    /// hand-offs on one executor is what a contended lock needs to be fast
+    /// without moving coroutines between threads (which Go and may do
+    /// instead: they run the woken task on the waker's thread). Plain
+    /// threads have no home, and are handed to in FIFO order.
     pub fn wake_one_if(&self, grant: impl FnOnce() -> bool) -> bool {
-        let chosen = self.with_locked(|entries, next| {
-            if entries.is_empty() || !grant() {
+        let home = hook::current_home();
+        let chosen = self.with_locked(|q| {
+            if q.entries.is_empty() || !grant() {
                 return None;
             }
-            let first = entries.pop_front();
-            self.publish(entries, *next);
-            first
+            match self.nearer(q, home) {
+                Some(i) => {
+                    let entry = q.entries.remove(i)?;
+                    q.passed += 1;
+                    // The front stays, so `head` does too; `len` changes.
+                    self.len.store(q.entries.len(), Ordering::Release);
+                    self.chosen.store(entry.key, Ordering::Release);
+                    Some(entry.waker)
+                }
+                None => self.take_front(q),
+            }
         });
         match chosen {
-            Some((_, waker)) => {
+            Some(waker) => {
                 waker.wake();
                 true
             }
@@ -266,13 +347,23 @@ impl<L: RawLock> WaitList<L> {
         }
     }
 
+    /// The index of the waiter to choose instead of the front one, if the
+    /// front's home is not `home` and a waiter at `home` is near it, and
+    /// the front has not been passed over too often already.
+    fn nearer(&self, q: &Queue, home: usize) -> Option<usize> {
+        let front = q.entries.front()?;
+        if home == 0 || front.home == home || q.passed >= MAX_PASSES {
+            return None;
+        }
+        q.entries
+            .iter()
+            .take(HOME_WINDOW)
+            .position(|e| e.home == home)
+    }
+
     /// Wakes the oldest waiter, if any.
     fn wake_one(&self) {
-        if let Some((_, waker)) = self.with_locked(|entries, next| {
-            let first = entries.pop_front();
-            self.publish(entries, *next);
-            first
-        }) {
+        if let Some(waker) = self.with_locked(|q| self.take_front(q)) {
             waker.wake();
         }
     }
@@ -334,13 +425,14 @@ impl<L: RawLock + 'static> Waiters for WaitList<L> {
     }
 
     fn notify_all(&self) {
-        let all = self.with_locked(|entries, next| {
-            let all = std::mem::take(entries);
-            self.publish(entries, *next);
+        let all = self.with_locked(|q| {
+            let all = std::mem::take(&mut q.entries);
+            q.passed = 0;
+            self.publish(q);
             all
         });
-        for (_, waker) in all {
-            waker.wake();
+        for entry in all {
+            entry.waker.wake();
         }
     }
 
@@ -731,5 +823,102 @@ impl<const LONE_WAKER: bool> Waiters for WaiterSlot<LONE_WAKER> {
         // SAFETY: as in `replace_waker`; and nobody will register again.
         let old = self.waker.with_mut(|w| unsafe { (*w).take() });
         drop(old);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::rc::Rc;
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    use std::sync::Arc;
+    use std::task::{Wake, Waker};
+    use std::time::Instant;
+
+    use super::{WaitList, MAX_PASSES};
+    use crate::hook::{self, Park};
+    use crate::lock::CasLock;
+
+    /// A waker that counts its wakes.
+    struct Count(AtomicUsize);
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, SeqCst);
+        }
+    }
+
+    /// A waker nobody looks at.
+    fn idle_waker() -> Waker {
+        Waker::from(Arc::new(Count(AtomicUsize::new(0))))
+    }
+
+    /// A park context whose only point is its home.
+    struct Home(usize);
+    impl Park for Home {
+        fn waker(&self) -> Waker {
+            idle_waker()
+        }
+        fn park(&self, _deadline: Option<Instant>) {}
+        fn home(&self) -> usize {
+            self.0
+        }
+    }
+
+    /// Runs `f` as a giver at `home`.
+    fn at_home<R>(home: usize, f: impl FnOnce() -> R) -> R {
+        let previous = hook::set_current(Some(Rc::new(Home(home))));
+        let r = f();
+        hook::set_current(previous);
+        r
+    }
+
+    #[test]
+    fn a_hand_off_prefers_the_givers_home_for_a_bounded_run() {
+        let list = WaitList::<CasLock>::empty();
+        // Waiters alternate between homes 2 and 1, oldest first; each has
+        // its own counting waker.
+        let wakes: Vec<_> = (0..4)
+            .map(|_| Arc::new(Count(AtomicUsize::new(0))))
+            .collect();
+        let keys: Vec<_> = (0..4)
+            .map(|i| list.add_at(Waker::from(wakes[i].clone()), 2 - i % 2))
+            .collect();
+        // From home 1: the oldest home-1 waiter (index 1), past the front.
+        assert!(at_home(1, || list.wake_one_if(|| true)));
+        assert_eq!(wakes[1].0.load(SeqCst), 1);
+        assert!(!list.remove(keys[1]), "the chosen waiter learns it");
+        // From home 0 (a plain thread): FIFO.
+        assert!(list.wake_one_if(|| true));
+        assert_eq!(wakes[0].0.load(SeqCst), 1);
+        assert!(!list.remove(keys[0]));
+        // Left: key 2 (home 2), key 3 (home 1). A refused grant chooses
+        // nobody.
+        assert!(!at_home(1, || list.wake_one_if(|| false)));
+        assert!(at_home(1, || list.wake_one_if(|| true)));
+        assert_eq!(wakes[3].0.load(SeqCst), 1);
+        assert!(!list.remove(keys[3]));
+        assert!(list.remove(keys[2]), "still listed, leaves");
+        assert!(!list.has_waiters());
+    }
+
+    #[test]
+    fn the_oldest_waiter_is_passed_over_at_most_max_passes_times() {
+        let list = WaitList::<CasLock>::empty();
+        let front = Arc::new(Count(AtomicUsize::new(0)));
+        let front_key = list.add_at(Waker::from(front.clone()), 2);
+        let mut passes = 0;
+        while front.0.load(SeqCst) == 0 {
+            // A home-1 waiter keeps arriving behind it.
+            let key = list.add_at(idle_waker(), 1);
+            assert!(at_home(1, || list.wake_one_if(|| true)));
+            if front.0.load(SeqCst) == 0 {
+                assert!(!list.remove(key), "the home-1 waiter was chosen");
+                passes += 1;
+            } else {
+                assert!(list.remove(key), "the front was chosen instead");
+            }
+            assert!(passes <= MAX_PASSES, "the front waits for ever");
+        }
+        assert_eq!(passes, MAX_PASSES);
+        assert!(!list.remove(front_key));
     }
 }
