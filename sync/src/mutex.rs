@@ -166,14 +166,33 @@ impl<T> Mutex<T> {
     /// Takes the lock if it is free.
     #[inline]
     fn try_acquire(&self) -> bool {
-        // Acquire: the previous holder's writes to `data` happen-before ours.
-        self.locked
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
+        // A load first: under contention the lock is mostly held (it is
+        // handed from holder to waiter without being let go), and a failed
+        // compare-exchange still takes the cache line exclusive. Acquire:
+        // the previous holder's writes to `data` happen-before ours.
+        !self.locked.load(Ordering::Relaxed)
+            && self
+                .locked
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
     }
 
     /// Releases the lock, or hands it to the oldest waiter.
     fn unlock(&self) {
+        // Waiters listed (the common case under contention): hand the lock
+        // over as it stands, still locked, under the list's lock, or, if
+        // they have all gone meanwhile, let it go under that lock. That
+        // saves letting go, fencing and taking the lock again on the
+        // waiter's behalf. The chosen waiter learns it through the list
+        // (Acquire against the list's Release), which orders our writes to
+        // `data` before its. A `false` here may be stale (a waiter
+        // registering right now): the path below is the one that is
+        // ordered against it.
+        if self.queue.has_waiters() {
+            self.queue
+                .hand_over_or(|| self.locked.store(false, Ordering::Release));
+            return;
+        }
         // Release: our writes to `data` happen-before the next holder's
         // (a waiter handed the lock acquires it through `try_acquire`
         // below, on its behalf, and then through the wait list's lock).

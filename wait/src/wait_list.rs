@@ -326,17 +326,7 @@ impl<L: RawLock> WaitList<L> {
             if q.entries.is_empty() || !grant() {
                 return None;
             }
-            match self.nearer(q, home) {
-                Some(i) => {
-                    let entry = q.entries.remove(i)?;
-                    q.passed += 1;
-                    // The front stays, so `head` does too; `len` changes.
-                    self.len.store(q.entries.len(), Ordering::Release);
-                    self.chosen.store(entry.key, Ordering::Release);
-                    Some(entry.waker)
-                }
-                None => self.take_front(q),
-            }
+            self.choose(q, home)
         });
         match chosen {
             Some(waker) => {
@@ -344,6 +334,50 @@ impl<L: RawLock> WaitList<L> {
                 true
             }
             None => false,
+        }
+    }
+
+    /// A hand-off for a giver that still holds what it gives (a locked
+    /// mutex), so that it need not let go first: chooses a waiter as
+    /// [`wake_one_if`](Self::wake_one_if) does (with no `grant`: what the
+    /// giver holds becomes the waiter's as it stands) and returns `true`;
+    /// or, with nobody listed, calls `release` under the list's lock and
+    /// returns `false`. A waiter that registers afterwards takes the lock
+    /// after `release`, so its re-check sees what `release` did; one that
+    /// registered before is listed. Either way nothing more is needed:
+    /// no fence, no second look.
+    pub fn hand_over_or(&self, release: impl FnOnce()) -> bool {
+        let home = hook::current_home();
+        let chosen = self.with_locked(|q| {
+            if q.entries.is_empty() {
+                release();
+                return None;
+            }
+            self.choose(q, home)
+        });
+        match chosen {
+            Some(waker) => {
+                waker.wake();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Removes the waiter a hand-off from `home` chooses from a non-empty
+    /// queue, under the lock; its waker is to be woken once the lock is
+    /// released.
+    fn choose(&self, q: &mut Queue, home: usize) -> Option<Waker> {
+        match self.nearer(q, home) {
+            Some(i) => {
+                let entry = q.entries.remove(i)?;
+                q.passed += 1;
+                // The front stays, so `head` does too; `len` changes.
+                self.len.store(q.entries.len(), Ordering::Release);
+                self.chosen.store(entry.key, Ordering::Release);
+                Some(entry.waker)
+            }
+            None => self.take_front(q),
         }
     }
 
