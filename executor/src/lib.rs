@@ -82,7 +82,7 @@ pub use error::{BuildError, ShutdownTimeout, SpawnError};
 pub use join::{JoinError, JoinFuture, JoinHandle};
 
 #[cfg(not(loom))]
-pub use blocking::{unblock, DEFAULT_BLOCKING_KEEP_ALIVE, DEFAULT_BLOCKING_THREADS};
+pub use blocking::{DEFAULT_BLOCKING_KEEP_ALIVE, DEFAULT_BLOCKING_THREADS};
 #[cfg(not(loom))]
 pub use dump::{CoroutineDump, CoroutineState, RuntimeDump};
 #[cfg(not(loom))]
@@ -93,7 +93,7 @@ pub use parallel::{parallel_for, parallel_reduce};
 pub use placement::Placement;
 #[cfg(not(loom))]
 pub use runtime::{
-    current_cpe, current_id, current_name, shutdown_requested, sleep, sleep_until, spawn,
+    current_cpe, current_id, current_name, shutdown_requested, sleep, sleep_until, spawn, unblock,
     yield_now, Runtime, RuntimeBuilder, SpawnBuilder, DEFAULT_EXECUTORS, DEFAULT_STALL_REPORT,
     MAX_EXECUTORS,
 };

@@ -22,12 +22,14 @@ mod current;
 mod spawn_builder;
 #[cfg(test)]
 mod tests;
+mod unblocking;
 
 pub use builder::{RuntimeBuilder, DEFAULT_EXECUTORS, DEFAULT_STALL_REPORT, MAX_EXECUTORS};
 pub use current::{
     current_cpe, current_id, current_name, shutdown_requested, sleep, sleep_until, spawn, yield_now,
 };
 pub use spawn_builder::SpawnBuilder;
+pub use unblocking::unblock;
 
 use std::panic::Location;
 use std::sync::atomic::Ordering;
