@@ -287,7 +287,11 @@ impl BlockingPool {
     /// Runs `f` on a pool thread; its result (or panic) comes back through
     /// the returned handle. Refused jobs come back with `f` unrun.
     #[track_caller]
-    pub(crate) fn spawn<F, T>(self: &Arc<Self>, id: u64, f: F) -> Result<JoinHandle<T>, (F, Refusal)>
+    pub(crate) fn spawn<F, T>(
+        self: &Arc<Self>,
+        id: u64,
+        f: F,
+    ) -> Result<JoinHandle<T>, (F, Refusal)>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,

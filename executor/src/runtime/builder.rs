@@ -365,7 +365,8 @@ impl RuntimeBuilder {
             blocking: BlockingPool::new(self.blocking_threads, self.blocking_keep_alive),
         });
         if self.dump_on_sigquit {
-            crate::sigquit::register(&shared).map_err(BuildError::Signal)?;
+            crate::sigquit::register(&shared, |rt| rt.dump::<executor::Local>(None))
+                .map_err(BuildError::Signal)?;
         }
         let runtime = Runtime {
             shared: shared.clone(),

@@ -236,7 +236,7 @@ impl Runtime {
     /// ```
     #[must_use]
     pub fn dump(&self) -> RuntimeDump {
-        self.shared.dump(None)
+        self.shared.dump::<Local>(None)
     }
 
     /// Per-executor counters (relaxed snapshots). A coroutine's `finished`
@@ -384,7 +384,7 @@ impl RuntimeShared {
         let live = self.live.load(Ordering::SeqCst);
         // Coroutines waiting on the blocking pool are not stalled.
         if !self.blocking.busy() && self.stall.claim_report(self.progress()) {
-            let dump = self.dump(None);
+            let dump = self.dump::<Local>(None);
             eprintln!(
                 "swco: stalled: the runtime's shutdown (or drop) has waited {period:.1?} for \
                  {} that have not finished. It keeps waiting: a plain thread may still \
