@@ -59,6 +59,7 @@ use crossbeam_deque::Worker;
 use crate::dump::{self, DumpSite, ExecutorPart};
 use crate::inbox::InboxQueue;
 use crate::job::Job;
+use crate::panic_hook::PanicSite;
 use crate::park::ParkSite;
 use crate::queues::{RunQueue, TaskTable};
 use crate::shared::{ExecutorShared, RuntimeShared};
@@ -211,6 +212,21 @@ impl ParkSite for Local {
     #[inline]
     fn nothing_else_to_run(&self) -> bool {
         Local::nothing_else_to_run(self)
+    }
+}
+
+/// The panic hook's view of the executor (`panic_hook.rs`).
+impl PanicSite for Local {
+    fn current_in_coroutine() -> Option<&'static Local> {
+        Local::current().filter(|l| l.in_coroutine())
+    }
+
+    fn without_suspending(&self, f: impl FnOnce()) {
+        Local::without_suspending(self, f);
+    }
+
+    fn on_executor_stack(&self, f: impl FnOnce()) {
+        Local::on_executor_stack(self, f);
     }
 }
 

@@ -314,7 +314,7 @@ impl RuntimeBuilder {
                 minimum: MIN_STACK_SIZE,
             });
         }
-        install_panic_hook();
+        install_panic_hook::<executor::Local>();
         let page = page_size();
         let too_large = |error| BuildError::StackTooLarge {
             requested: self.stack_size,
