@@ -389,3 +389,23 @@ impl RuntimeBuilder {
         Ok(runtime)
     }
 }
+
+/// Here rather than with the rest of `Runtime` (`mod.rs`), which then
+/// does not name the builder.
+impl Runtime {
+    /// A builder, to configure executors, stack size and placement.
+    #[must_use]
+    pub fn builder() -> RuntimeBuilder {
+        RuntimeBuilder::new()
+    }
+
+    /// A runtime with all defaults (64 executors, 64 KiB stacks, local
+    /// placement with stealing).
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::Thread`] if an executor thread cannot be started.
+    pub fn new() -> Result<Runtime, BuildError> {
+        RuntimeBuilder::new().build()
+    }
+}

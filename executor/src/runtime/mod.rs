@@ -17,19 +17,14 @@
 //! runtime (`spawn`, `yield_now`, `sleep`, `current_cpe`, `current_name`)
 //! is in `current.rs`.
 
-mod builder;
-mod current;
-mod spawn_builder;
+// The crate root re-exports their public items itself: this file (the
+// `Runtime`) does not name them, as they name it.
+pub(crate) mod builder;
+pub(crate) mod current;
+pub(crate) mod spawn_builder;
 #[cfg(test)]
 mod tests;
-mod unblocking;
-
-pub use builder::{RuntimeBuilder, DEFAULT_EXECUTORS, DEFAULT_STALL_REPORT, MAX_EXECUTORS};
-pub use current::{
-    current_cpe, current_id, current_name, shutdown_requested, sleep, sleep_until, spawn, yield_now,
-};
-pub use spawn_builder::SpawnBuilder;
-pub use unblocking::unblock;
+pub(crate) mod unblocking;
 
 use std::panic::Location;
 use std::sync::atomic::Ordering;
@@ -38,7 +33,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::dump::RuntimeDump;
-use crate::error::{BuildError, ShutdownTimeout, SpawnError};
+use crate::error::{ShutdownTimeout, SpawnError};
 use crate::executor::Local;
 use crate::join::JoinHandle;
 use crate::shared::{RuntimeShared, StopMode};
@@ -76,22 +71,6 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    /// A builder, to configure executors, stack size and placement.
-    #[must_use]
-    pub fn builder() -> RuntimeBuilder {
-        RuntimeBuilder::new()
-    }
-
-    /// A runtime with all defaults (64 executors, 64 KiB stacks, local
-    /// placement with stealing).
-    ///
-    /// # Errors
-    ///
-    /// [`BuildError::Thread`] if an executor thread cannot be started.
-    pub fn new() -> Result<Runtime, BuildError> {
-        RuntimeBuilder::new().build()
-    }
-
     /// The number of executors.
     pub fn executors(&self) -> usize {
         self.shared.executors()
@@ -173,26 +152,6 @@ impl Runtime {
         let at = Location::caller();
         self.shared
             .submit(cpe, f, self.on_own_executor(), false, SpawnOptions::at(at))
-    }
-
-    /// A builder for one spawn with a name, a stack size of its own, or an
-    /// executor of its choice; see [`SpawnBuilder`].
-    ///
-    /// ```
-    /// # use swco_executor::Runtime;
-    /// let rt = Runtime::builder().executors(2).build().unwrap();
-    /// let h = rt
-    ///     .spawn_builder()
-    ///     .name("parser")
-    ///     .stack_size(1 << 20)
-    ///     .on(1)
-    ///     .spawn(|| swco_executor::current_name())
-    ///     .unwrap();
-    /// assert_eq!(h.name(), Some("parser"));
-    /// assert_eq!(h.join().unwrap().as_deref(), Some("parser"));
-    /// ```
-    pub fn spawn_builder(&self) -> SpawnBuilder<'_> {
-        SpawnBuilder::new(self)
     }
 
     /// The runtime's shared state and whether the caller is one of its
