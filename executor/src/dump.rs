@@ -18,7 +18,7 @@
 //! executor thread, while it is suspended: its spawn info (id, name, site),
 //! whether it is parked (its wake state), what its last park said it waits
 //! on (`TaskHeader::waiting`), and its stack's high-water mark (`mincore` over its
-//! stack: see [`stack::high_water`](crate::stack::high_water)).
+//! stack: see `high_water` in `stack/size.rs`).
 //!
 //! The dump sees an executor only as a [`DumpSite`] (its index and its
 //! part); the executor's `Local` implements it, handing
