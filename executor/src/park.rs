@@ -3,17 +3,17 @@
 //! (it stays in its executor's task table, off the run queue) instead of
 //! parking the thread.
 //!
+//! The hook sees the executor only as a [`ParkSite`], the few things a
+//! park needs of it; the executor's `Local` implements it. The hook is
+//! generic over it, not a trait object, so a park calls the executor's
+//! methods directly (no dynamic dispatch on the park path).
+//!
 //! # Invariants
 //!
 //! * The hook is installed on one executor thread ([`install`]) for exactly
 //!   as long as that executor runs, and reaches the executor's `Local`
 //!   only while it is alive: the guard [`install`] returns detaches it
 //!   before the `Local` is dropped.
-//!
-//! The hook sees the executor only as a [`ParkSite`], the few things a
-//! park needs of it; the executor's `Local` implements it. The hook is
-//! generic over it, not a trait object, so a park calls the executor
-//! directly, as before.
 //! * A coroutine suspends only when its `RUNNING -> WAITING` transition
 //!   (`WakeState::prepare_park`) succeeds, so a wake that came first is
 //!   never slept through.

@@ -12,13 +12,15 @@
 //!   thread is joined before shutdown returns.
 
 //!
-//! The builder is in `builder.rs`, the spawn builder in
+//! The builder (with `Runtime::builder` and `Runtime::new`) is in
+//! `builder.rs`, the spawn builder (with `Runtime::spawn_builder`) in
 //! `spawn_builder.rs`; what code inside a coroutine calls on its own
 //! runtime (`spawn`, `yield_now`, `sleep`, `current_cpe`, `current_name`)
-//! is in `current.rs`.
-
-// The crate root re-exports their public items itself: this file (the
-// `Runtime`) does not name them, as they name it.
+//! is in `current.rs`; the blocking pool's front ends (`unblock`,
+//! `Runtime::spawn_blocking`) are in `unblocking.rs`. They name the
+//! `Runtime`; this file does not name them (the crate root re-exports
+//! their public items itself), so no file here imports another that
+//! imports it back.
 pub(crate) mod builder;
 pub(crate) mod current;
 pub(crate) mod spawn_builder;
