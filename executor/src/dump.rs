@@ -18,12 +18,17 @@
 //! executor thread, while it is suspended: its spawn info (id, name, site),
 //! whether it is parked (its wake state), what its last park said it waits
 //! on (`TaskHeader::waiting`), and its stack's high-water mark (`mincore` over its
-//! stack: see [`stack::high_water`](crate::stack::high_water)).
+//! stack: see `high_water` in `stack/size.rs`).
+//!
+//! The dump sees an executor only as a [`DumpSite`] (its index and its
+//! part); the executor's `Local` implements it, handing
+//! [`executor_part`] the pieces of itself a part is read from.
 //!
 //! [`Runtime::dump`]: crate::Runtime::dump
 
 use std::collections::HashMap;
 use std::fmt;
+use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -32,11 +37,11 @@ use std::time::{Duration, Instant};
 use swco_channel::mpsc;
 use swco_wait::hook::{Op, WaitingOn};
 
-use crate::executor::Local;
 use crate::inbox::SpawnNode;
 use crate::job::{Job, Launch, Start};
 use crate::join::SpawnInfo;
-use crate::shared::RuntimeShared;
+use crate::queues::TaskTable;
+use crate::shared::{ExecutorShared, RuntimeShared};
 
 /// How long a dump waits for the executors' answers.
 pub(crate) const ANSWER_PATIENCE: Duration = Duration::from_secs(1);
@@ -257,74 +262,86 @@ pub(crate) struct ExecutorPart {
     uncounted: usize,
 }
 
-impl Local {
-    /// This executor's part of a dump: every task in its table, and the
-    /// jobs queued here. Called by the executor loop between coroutines
-    /// (no task is running, every one is suspended in its slot).
-    pub(crate) fn dump_part(&self) -> ExecutorPart {
-        let cpe = self.shared.index;
-        let mut coroutines = Vec::new();
-        let mut stacks = Vec::new();
-        // Many coroutines share a descriptor (they wait on one channel) and
-        // a spawn site: each is formatted once.
-        let mut texts = Texts::default();
-        let tasks = self.tasks.borrow();
-        for slot in 0..tasks.slot_count() {
-            let Some(task) = tasks.get(slot) else {
-                continue;
-            };
-            let header = &task.header;
-            // Relaxed: only this thread writes it.
-            let info = header.info.load(Ordering::Relaxed);
-            // SAFETY: a non-null `info` points into the job body of this
-            // suspended coroutine, which its launch holds (and clears the
-            // pointer before letting go, `ShownInfo`), on this thread.
-            let info = unsafe { info.as_ref() };
-            let (state, waiting_on) = if header.state.is_waiting() {
-                let state = if task.timer_seq != 0 {
-                    CoroutineState::ParkedUntilDeadline
-                } else {
-                    CoroutineState::Parked
-                };
-                // SAFETY: parked, on its executor thread, between
-                // resumes (we are the executor loop).
-                (state, texts.waiting(unsafe { header.waiting.get() }))
+/// The executor as a dump sees it (the executor's `Local` implements it).
+pub(crate) trait DumpSite: 'static {
+    /// Its index.
+    fn index(&self) -> usize;
+    /// Its part of a dump (see [`executor_part`]). Called by the executor
+    /// loop between coroutines (no task is running, every one is
+    /// suspended in its slot).
+    fn dump_part(&self) -> ExecutorPart;
+}
+
+/// Executor `shared`'s part of a dump: every task in its table `tasks`,
+/// the jobs `placed` there, and a count of the `unstarted` ones it can
+/// only count (its local spawn deque). Called by the executor loop between
+/// coroutines, with no task running.
+pub(crate) fn executor_part<'a>(
+    shared: &ExecutorShared,
+    tasks: &TaskTable,
+    placed: impl Iterator<Item = &'a Job>,
+    unstarted: usize,
+) -> ExecutorPart {
+    let cpe = shared.index;
+    let mut coroutines = Vec::new();
+    let mut stacks = Vec::new();
+    // Many coroutines share a descriptor (they wait on one channel) and
+    // a spawn site: each is formatted once.
+    let mut texts = Texts::default();
+    for slot in 0..tasks.slot_count() {
+        let Some(task) = tasks.get(slot) else {
+            continue;
+        };
+        let header = &task.header;
+        // Relaxed: only this thread writes it.
+        let info = header.info.load(Ordering::Relaxed);
+        // SAFETY: a non-null `info` points into the job body of this
+        // suspended coroutine, which its launch holds (and clears the
+        // pointer before letting go, `ShownInfo`), on this thread.
+        let info = unsafe { info.as_ref() };
+        let (state, waiting_on) = if header.state.is_waiting() {
+            let state = if task.timer_seq != 0 {
+                CoroutineState::ParkedUntilDeadline
             } else {
-                (CoroutineState::Runnable, texts.empty.clone())
+                CoroutineState::Parked
             };
-            stacks.push((task.guard + crate::stack::page_size(), header.parked.top()));
-            coroutines.push(CoroutineDump {
-                id: info.map_or(0, |i| i.id),
-                name: info.and_then(|i| i.name.as_deref().map(Arc::from)),
-                cpe,
-                state,
-                waiting_on,
-                spawned_at: info.map_or_else(|| Arc::from("?"), |i| texts.site(i)),
-                stack_high_water: 0,
-            });
-        }
-        drop(tasks);
-        let mut marks = vec![0; stacks.len()];
-        crate::stack::high_waters(&stacks, &mut marks);
-        for (c, mark) in coroutines.iter_mut().zip(marks) {
-            c.stack_high_water = mark;
-        }
-        for job in self.placed.borrow().iter() {
-            if let Some(info) = job.info() {
-                coroutines.push(not_started(info, cpe, &mut texts));
-            }
-        }
-        coroutines.sort_unstable_by_key(|c| c.id);
-        let deepest = coroutines.iter().map(|c| c.stack_high_water).max();
-        crate::shared::raise(
-            &self.shared.counters.stack_high_water,
-            deepest.unwrap_or(0) as u64,
-        );
-        ExecutorPart {
+            // SAFETY: parked, on its executor thread, between
+            // resumes (we are the executor loop).
+            (state, texts.waiting(unsafe { header.waiting.get() }))
+        } else {
+            (CoroutineState::Runnable, texts.empty.clone())
+        };
+        stacks.push((task.guard + crate::stack::page_size(), header.parked.top()));
+        coroutines.push(CoroutineDump {
+            id: info.map_or(0, |i| i.id),
+            name: info.and_then(|i| i.name.as_deref().map(Arc::from)),
             cpe,
-            coroutines,
-            uncounted: self.spawns.len(),
+            state,
+            waiting_on,
+            spawned_at: info.map_or_else(|| Arc::from("?"), |i| texts.site(i)),
+            stack_high_water: 0,
+        });
+    }
+    let mut marks = vec![0; stacks.len()];
+    crate::stack::high_waters(&stacks, &mut marks);
+    for (c, mark) in coroutines.iter_mut().zip(marks) {
+        c.stack_high_water = mark;
+    }
+    for job in placed {
+        if let Some(info) = job.info() {
+            coroutines.push(not_started(info, cpe, &mut texts));
         }
+    }
+    coroutines.sort_unstable_by_key(|c| c.id);
+    let deepest = coroutines.iter().map(|c| c.stack_high_water).max();
+    crate::shared::raise(
+        &shared.counters.stack_high_water,
+        deepest.unwrap_or(0) as u64,
+    );
+    ExecutorPart {
+        cpe,
+        coroutines,
+        uncounted: unstarted,
     }
 }
 
@@ -369,17 +386,23 @@ fn not_started(info: &SpawnInfo, cpe: usize, texts: &mut Texts) -> CoroutineDump
 
 /// A request for one executor's part of a dump, travelling through its
 /// inbox as a job (in one allocation with its inbox node, like a spawn).
-pub(crate) struct DumpRequest {
+///
+/// `E` is the executor type it is served by (`Local`), which the request
+/// finds behind the `&dyn Any` the loop serves it with.
+pub(crate) struct DumpRequest<E> {
     node: SpawnNode<Job>,
     info: SpawnInfo,
     reply: mpsc::Sender<ExecutorPart>,
+    /// Holds no `E`: only names the type to look for.
+    site: PhantomData<fn(&E)>,
 }
 
 // SAFETY: `node` is `Sync` itself and used only by the job's owner and the
-// inbox drain; `info` is read-only; the sender is `Sync` (many producers).
-unsafe impl Sync for DumpRequest {}
+// inbox drain; `info` is read-only; the sender is `Sync` (many producers);
+// `site` holds nothing.
+unsafe impl<E> Sync for DumpRequest<E> {}
 
-impl Launch for DumpRequest {
+impl<E: DumpSite> Launch for DumpRequest<E> {
     fn spawn_node(&self, _member: u32) -> NonNull<SpawnNode<Job>> {
         NonNull::from(&self.node)
     }
@@ -393,7 +416,7 @@ impl Launch for DumpRequest {
     unsafe fn launch(self: Arc<Self>, _member: u32, _start: Start) {}
 
     fn serve(&self, executor: &dyn std::any::Any) {
-        let Some(local) = executor.downcast_ref::<Local>() else {
+        let Some(local) = executor.downcast_ref::<E>() else {
             debug_assert!(false, "a dump request served by something not an executor");
             return;
         };
@@ -406,14 +429,15 @@ impl Launch for DumpRequest {
 impl RuntimeShared {
     /// Takes a dump. `own`: the executor loop taking it (a stall report),
     /// which writes its own part instead of asking itself.
-    pub(crate) fn dump(&self, own: Option<&Local>) -> RuntimeDump {
+    /// `E` is the executor type (`Local`), which serves the requests.
+    pub(crate) fn dump<E: DumpSite>(&self, own: Option<&E>) -> RuntimeDump {
         let start = Instant::now();
         let n = self.executors.len();
         let (reply, answers) = mpsc::bounded::<ExecutorPart>(n);
         let mut parts: Vec<Option<ExecutorPart>> = (0..n).map(|_| None).collect();
         let mut asked = 0;
         for e in &self.executors {
-            if own.is_some_and(|l| l.shared.index == e.index) {
+            if own.is_some_and(|l| l.index() == e.index) {
                 continue;
             }
             // SeqCst: as a spawn's check (`submit`); a request to an
@@ -421,10 +445,11 @@ impl RuntimeShared {
             if e.exited.load(Ordering::SeqCst) {
                 continue;
             }
-            let request: Arc<dyn Launch> = Arc::new(DumpRequest {
+            let request: Arc<dyn Launch> = Arc::new(DumpRequest::<E> {
                 node: SpawnNode::new(),
                 info: SpawnInfo::runtime(),
                 reply: reply.clone(),
+                site: PhantomData,
             });
             e.push_spawn(Job::request(request, e.index));
             asked += 1;

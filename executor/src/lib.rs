@@ -82,7 +82,7 @@ pub use error::{BuildError, ShutdownTimeout, SpawnError};
 pub use join::{JoinError, JoinFuture, JoinHandle};
 
 #[cfg(not(loom))]
-pub use blocking::{unblock, DEFAULT_BLOCKING_KEEP_ALIVE, DEFAULT_BLOCKING_THREADS};
+pub use blocking::{DEFAULT_BLOCKING_KEEP_ALIVE, DEFAULT_BLOCKING_THREADS};
 #[cfg(not(loom))]
 pub use dump::{CoroutineDump, CoroutineState, RuntimeDump};
 #[cfg(not(loom))]
@@ -92,11 +92,19 @@ pub use parallel::{parallel_for, parallel_reduce};
 #[cfg(not(loom))]
 pub use placement::Placement;
 #[cfg(not(loom))]
-pub use runtime::{
-    current_cpe, current_id, current_name, shutdown_requested, sleep, sleep_until, spawn,
-    yield_now, Runtime, RuntimeBuilder, SpawnBuilder, DEFAULT_EXECUTORS, DEFAULT_STALL_REPORT,
-    MAX_EXECUTORS,
+pub use runtime::builder::{
+    RuntimeBuilder, DEFAULT_EXECUTORS, DEFAULT_STALL_REPORT, MAX_EXECUTORS,
 };
+#[cfg(not(loom))]
+pub use runtime::current::{
+    current_cpe, current_id, current_name, shutdown_requested, sleep, sleep_until, spawn, yield_now,
+};
+#[cfg(not(loom))]
+pub use runtime::spawn_builder::SpawnBuilder;
+#[cfg(not(loom))]
+pub use runtime::unblocking::unblock;
+#[cfg(not(loom))]
+pub use runtime::Runtime;
 #[cfg(not(loom))]
 pub use scope::{scope, Scope, ScopedJoinHandle};
 #[cfg(not(loom))]

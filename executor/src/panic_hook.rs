@@ -11,8 +11,19 @@
 //! * With less than [`PANIC_HOOK_STACK`] left on the coroutine's stack, the
 //!   hook runs on the executor thread's stack instead.
 
-use crate::executor::Local;
 use crate::stack;
+
+/// What the panic hook needs of the executor (the executor's `Local`
+/// implements it): the hook is generic over it, so it names no executor
+/// type.
+pub(crate) trait PanicSite: 'static {
+    /// This thread's executor, if a coroutine of it is running here.
+    fn current_in_coroutine() -> Option<&'static Self>;
+    /// Runs `f` with suspension of the running coroutine forbidden.
+    fn without_suspending(&self, f: impl FnOnce());
+    /// Runs `f` on the executor thread's own stack.
+    fn on_executor_stack(&self, f: impl FnOnce());
+}
 
 /// Stack a panic hook may need (the default one symbolising a backtrace
 /// uses ~20-30 KiB); with less left, the hook runs on the executor's stack.
@@ -30,12 +41,12 @@ const PANIC_HOOK_STACK: usize = 40 * 1024;
 ///   printing its message and backtrace: the hook then runs on the executor
 ///   thread's stack (the message is intact; a backtrace shows the executor's
 ///   frames).
-pub(crate) fn install_panic_hook() {
+pub(crate) fn install_panic_hook<E: PanicSite>() {
     static INSTALL: std::sync::Once = std::sync::Once::new();
     INSTALL.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            let Some(local) = Local::current().filter(|l| l.in_coroutine()) else {
+            let Some(local) = E::current_in_coroutine() else {
                 return previous(info);
             };
             local.without_suspending(|| {

@@ -3,6 +3,11 @@
 //! (it stays in its executor's task table, off the run queue) instead of
 //! parking the thread.
 //!
+//! The hook sees the executor only as a [`ParkSite`], the few things a
+//! park needs of it; the executor's `Local` implements it. The hook is
+//! generic over it, not a trait object, so a park calls the executor's
+//! methods directly (no dynamic dispatch on the park path).
+//!
 //! # Invariants
 //!
 //! * The hook is installed on one executor thread ([`install`]) for exactly
@@ -22,28 +27,54 @@ use std::time::Instant;
 
 use swco_wait::hook::{self, Op, Park, WaitingOn};
 
-use crate::executor::Local;
 use crate::task::{Suspend, TaskHeader};
+
+/// What the park hook needs of its executor (the executor's `Local`
+/// implements it): whether the running coroutine may suspend, its header,
+/// and the ways to suspend it.
+pub(crate) trait ParkSite: 'static {
+    /// Whether a coroutine of this executor is running and may suspend.
+    fn can_suspend(&self) -> bool;
+    /// The header of the coroutine being resumed, if any.
+    fn running_header(&self) -> Option<&Arc<TaskHeader>>;
+    /// Suspends the running coroutine (already `WAITING`) with no
+    /// deadline, handing the thread to another coroutine if one is ready.
+    fn park_running(&self);
+    /// Suspends the running coroutine for `why`.
+    fn suspend(&self, why: Suspend);
+    /// Raises a pending cancellation in the running coroutine, if any.
+    fn raise_cancel(&self);
+    /// Whether nothing else is ready to run on this executor.
+    fn nothing_else_to_run(&self) -> bool;
+}
 
 /// The park hook installed on executor threads: inside a coroutine, parking
 /// suspends the coroutine; elsewhere it falls back to parking the thread.
 ///
-/// It reaches its executor's [`Local`] through its own pointer rather than
-/// the `CURRENT` thread-local: the hook is installed on one executor thread
-/// for exactly as long as that executor runs.
-struct CoroutinePark {
+/// It reaches its executor (`E`, the executor's `Local`) through its own
+/// pointer rather than the `CURRENT` thread-local: the hook is installed on
+/// one executor thread for exactly as long as that executor runs.
+struct CoroutinePark<E> {
     fallback: Rc<dyn Park>,
     /// This thread's executor; set (through [`install`]) by `run_executor`
     /// while the `Local` in its frame is alive, null before that `Local` is
     /// dropped.
-    local: Cell<*const Local>,
+    local: Cell<*const E>,
 }
 
-impl CoroutinePark {
+/// A waker that owns `header`. Every coroutine waker is made here, out of
+/// line, so that they all share one vtable address and
+/// [`Waker::will_wake`] can recognise them.
+#[inline(never)]
+fn header_waker(header: Arc<TaskHeader>) -> Waker {
+    Waker::from(header)
+}
+
+impl<E: ParkSite> CoroutinePark<E> {
     /// The executor and the header of the coroutine running on this thread,
     /// if a coroutine of this executor is running.
     #[inline]
-    fn running(&self) -> Option<(&Local, &Arc<TaskHeader>)> {
+    fn running(&self) -> Option<(&E, &Arc<TaskHeader>)> {
         // SAFETY: a non-null `local` points at the Local in `run_executor`'s
         // frame, which nulls it before that Local is dropped. The hook is an
         // `Rc` (this thread only), and everything that calls it (coroutines
@@ -55,20 +86,12 @@ impl CoroutinePark {
         }
         Some((local, local.running_header()?))
     }
-
-    /// A waker that owns `header`. Every coroutine waker is made here, out
-    /// of line, so that they all share one vtable address and
-    /// [`Waker::will_wake`] can recognise them.
-    #[inline(never)]
-    fn header_waker(header: Arc<TaskHeader>) -> Waker {
-        Waker::from(header)
-    }
 }
 
-impl Park for CoroutinePark {
+impl<E: ParkSite> Park for CoroutinePark<E> {
     fn waker(&self) -> Waker {
         match self.running() {
-            Some((_, header)) => Self::header_waker(Arc::clone(header)),
+            Some((_, header)) => header_waker(Arc::clone(header)),
             None => self.fallback.waker(),
         }
     }
@@ -154,7 +177,7 @@ impl Park for CoroutinePark {
         // The running coroutine, also where it cannot suspend (its header
         // lives as long as its task, wherever it runs): a lock it holds is
         // still its own there.
-        match local.and_then(Local::running_header) {
+        match local.and_then(E::running_header) {
             Some(header) => Arc::as_ptr(header) as usize,
             None => self.fallback.party(),
         }
@@ -167,16 +190,14 @@ pub(crate) fn lent_waker(header: &Arc<TaskHeader>) -> ManuallyDrop<Waker> {
     // SAFETY: the pointer is that of a live `Arc<TaskHeader>`, and
     // `ManuallyDrop` keeps the `Arc` made from it from being released, so
     // the count never moves.
-    ManuallyDrop::new(CoroutinePark::header_waker(unsafe {
-        Arc::from_raw(Arc::as_ptr(header))
-    }))
+    ManuallyDrop::new(header_waker(unsafe { Arc::from_raw(Arc::as_ptr(header)) }))
 }
 
 /// Installs the park hook on this thread for `local`, the thread's
 /// executor (`run_executor` calls it with the `Local` in its frame).
 /// Dropping the returned guard puts the previous hook back and nulls the
 /// hook's pointer to `local`: it must be dropped before `local` is.
-pub(crate) fn install(local: &Local) -> Installed {
+pub(crate) fn install<E: ParkSite>(local: &E) -> Installed<E> {
     let park = Rc::new(CoroutinePark {
         fallback: hook::current(),
         local: Cell::new(local),
@@ -186,12 +207,12 @@ pub(crate) fn install(local: &Local) -> Installed {
 }
 
 /// The park hook as installed on an executor thread, by [`install`].
-pub(crate) struct Installed {
-    park: Rc<CoroutinePark>,
+pub(crate) struct Installed<E> {
+    park: Rc<CoroutinePark<E>>,
     previous: Option<Rc<dyn Park>>,
 }
 
-impl Drop for Installed {
+impl<E> Drop for Installed<E> {
     fn drop(&mut self) {
         hook::set_current(self.previous.take());
         self.park.local.set(std::ptr::null());

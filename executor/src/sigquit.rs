@@ -22,13 +22,18 @@ use std::io;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
+use crate::dump::RuntimeDump;
 use crate::shared::RuntimeShared;
 
 /// The pipe's write end, for the handler (-1 until installed).
 static WRITE_END: AtomicI32 = AtomicI32::new(-1);
 
-/// The runtimes to dump.
-static RUNTIMES: Mutex<Vec<Weak<RuntimeShared>>> = Mutex::new(Vec::new());
+/// How a registered runtime is dumped (given by its builder, which knows
+/// the executor type a dump needs; this module does not).
+type Dump = fn(&RuntimeShared) -> RuntimeDump;
+
+/// The runtimes to dump, each with how.
+static RUNTIMES: Mutex<Vec<(Weak<RuntimeShared>, Dump)>> = Mutex::new(Vec::new());
 
 extern "C" fn on_sigquit(_signal: libc::c_int) {
     // Relaxed: set once before the handler is installed (the install is a
@@ -101,13 +106,15 @@ fn dump_on_each_byte(read_end: libc::c_int) {
         if n <= 0 {
             return;
         }
-        let runtimes: Vec<Arc<RuntimeShared>> = {
+        let runtimes: Vec<(Arc<RuntimeShared>, Dump)> = {
             let mut all = RUNTIMES.lock().unwrap_or_else(|e| e.into_inner());
-            all.retain(|w| w.strong_count() > 0);
-            all.iter().filter_map(Weak::upgrade).collect()
+            all.retain(|(w, _)| w.strong_count() > 0);
+            all.iter()
+                .filter_map(|(w, dump)| Some((w.upgrade()?, *dump)))
+                .collect()
         };
-        for (i, rt) in runtimes.iter().enumerate() {
-            let dump = rt.dump(None);
+        for (i, (rt, dump)) in runtimes.iter().enumerate() {
+            let dump = dump(rt);
             eprintln!(
                 "swco: SIGQUIT: runtime {} of {} (the program goes on)\n{dump}",
                 i + 1,
@@ -117,12 +124,13 @@ fn dump_on_each_byte(read_end: libc::c_int) {
     }
 }
 
-/// Dumps `runtime` on every `SIGQUIT` from now on (while it lives).
-pub(crate) fn register(runtime: &Arc<RuntimeShared>) -> io::Result<()> {
+/// Dumps `runtime` (with `dump`) on every `SIGQUIT` from now on (while it
+/// lives).
+pub(crate) fn register(runtime: &Arc<RuntimeShared>, dump: Dump) -> io::Result<()> {
     install()?;
     RUNTIMES
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .push(Arc::downgrade(runtime));
+        .push((Arc::downgrade(runtime), dump));
     Ok(())
 }

@@ -56,8 +56,11 @@ use crate::sync::Parker;
 use corosensei::Yielder;
 use crossbeam_deque::Worker;
 
+use crate::dump::{self, DumpSite, ExecutorPart};
 use crate::inbox::InboxQueue;
 use crate::job::Job;
+use crate::panic_hook::PanicSite;
+use crate::park::ParkSite;
 use crate::queues::{RunQueue, TaskTable};
 use crate::shared::{ExecutorShared, RuntimeShared};
 use crate::stack::{self, StackPool};
@@ -175,6 +178,72 @@ impl Local {
         // SAFETY: a non-null `running` points at the header of the task being
         // resumed, alive in its wait-queue slot for the whole resume.
         unsafe { self.running.get().as_ref() }
+    }
+}
+
+/// The park hook's view of the executor (`park.rs`): each call goes to the
+/// method of the same name, directly (the hook is generic over it).
+impl ParkSite for Local {
+    #[inline]
+    fn can_suspend(&self) -> bool {
+        Local::can_suspend(self)
+    }
+
+    #[inline]
+    fn running_header(&self) -> Option<&Arc<TaskHeader>> {
+        Local::running_header(self)
+    }
+
+    #[inline]
+    fn park_running(&self) {
+        Local::park_running(self);
+    }
+
+    #[inline]
+    fn suspend(&self, why: Suspend) {
+        Local::suspend(self, why);
+    }
+
+    #[inline]
+    fn raise_cancel(&self) {
+        Local::raise_cancel(self);
+    }
+
+    #[inline]
+    fn nothing_else_to_run(&self) -> bool {
+        Local::nothing_else_to_run(self)
+    }
+}
+
+/// The panic hook's view of the executor (`panic_hook.rs`).
+impl PanicSite for Local {
+    fn current_in_coroutine() -> Option<&'static Local> {
+        Local::current().filter(|l| l.in_coroutine())
+    }
+
+    fn without_suspending(&self, f: impl FnOnce()) {
+        Local::without_suspending(self, f);
+    }
+
+    fn on_executor_stack(&self, f: impl FnOnce()) {
+        Local::on_executor_stack(self, f);
+    }
+}
+
+/// The dump's view of the executor (`dump.rs`): its index, and its part
+/// read off its task table and queues.
+impl DumpSite for Local {
+    fn index(&self) -> usize {
+        self.shared.index
+    }
+
+    fn dump_part(&self) -> ExecutorPart {
+        dump::executor_part(
+            &self.shared,
+            &self.tasks.borrow(),
+            self.placed.borrow().iter(),
+            self.spawns.len(),
+        )
     }
 }
 

@@ -314,7 +314,7 @@ impl RuntimeBuilder {
                 minimum: MIN_STACK_SIZE,
             });
         }
-        install_panic_hook();
+        install_panic_hook::<executor::Local>();
         let page = page_size();
         let too_large = |error| BuildError::StackTooLarge {
             requested: self.stack_size,
@@ -365,7 +365,8 @@ impl RuntimeBuilder {
             blocking: BlockingPool::new(self.blocking_threads, self.blocking_keep_alive),
         });
         if self.dump_on_sigquit {
-            crate::sigquit::register(&shared).map_err(BuildError::Signal)?;
+            crate::sigquit::register(&shared, |rt| rt.dump::<executor::Local>(None))
+                .map_err(BuildError::Signal)?;
         }
         let runtime = Runtime {
             shared: shared.clone(),
@@ -386,5 +387,25 @@ impl RuntimeBuilder {
             }
         }
         Ok(runtime)
+    }
+}
+
+/// Here rather than with the rest of `Runtime` (`mod.rs`), which then
+/// does not name the builder.
+impl Runtime {
+    /// A builder, to configure executors, stack size and placement.
+    #[must_use]
+    pub fn builder() -> RuntimeBuilder {
+        RuntimeBuilder::new()
+    }
+
+    /// A runtime with all defaults (64 executors, 64 KiB stacks, local
+    /// placement with stealing).
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::Thread`] if an executor thread cannot be started.
+    pub fn new() -> Result<Runtime, BuildError> {
+        RuntimeBuilder::new().build()
     }
 }

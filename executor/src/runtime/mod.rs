@@ -12,22 +12,21 @@
 //!   thread is joined before shutdown returns.
 
 //!
-//! The builder is in `builder.rs`, the spawn builder in
+//! The builder (with `Runtime::builder` and `Runtime::new`) is in
+//! `builder.rs`, the spawn builder (with `Runtime::spawn_builder`) in
 //! `spawn_builder.rs`; what code inside a coroutine calls on its own
 //! runtime (`spawn`, `yield_now`, `sleep`, `current_cpe`, `current_name`)
-//! is in `current.rs`.
-
-mod builder;
-mod current;
-mod spawn_builder;
+//! is in `current.rs`; the blocking pool's front ends (`unblock`,
+//! `Runtime::spawn_blocking`) are in `unblocking.rs`. They name the
+//! `Runtime`; this file does not name them (the crate root re-exports
+//! their public items itself), so no file here imports another that
+//! imports it back.
+pub(crate) mod builder;
+pub(crate) mod current;
+pub(crate) mod spawn_builder;
 #[cfg(test)]
 mod tests;
-
-pub use builder::{RuntimeBuilder, DEFAULT_EXECUTORS, DEFAULT_STALL_REPORT, MAX_EXECUTORS};
-pub use current::{
-    current_cpe, current_id, current_name, shutdown_requested, sleep, sleep_until, spawn, yield_now,
-};
-pub use spawn_builder::SpawnBuilder;
+pub(crate) mod unblocking;
 
 use std::panic::Location;
 use std::sync::atomic::Ordering;
@@ -36,7 +35,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::dump::RuntimeDump;
-use crate::error::{BuildError, ShutdownTimeout, SpawnError};
+use crate::error::{ShutdownTimeout, SpawnError};
 use crate::executor::Local;
 use crate::join::JoinHandle;
 use crate::shared::{RuntimeShared, StopMode};
@@ -74,22 +73,6 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    /// A builder, to configure executors, stack size and placement.
-    #[must_use]
-    pub fn builder() -> RuntimeBuilder {
-        RuntimeBuilder::new()
-    }
-
-    /// A runtime with all defaults (64 executors, 64 KiB stacks, local
-    /// placement with stealing).
-    ///
-    /// # Errors
-    ///
-    /// [`BuildError::Thread`] if an executor thread cannot be started.
-    pub fn new() -> Result<Runtime, BuildError> {
-        RuntimeBuilder::new().build()
-    }
-
     /// The number of executors.
     pub fn executors(&self) -> usize {
         self.shared.executors()
@@ -173,26 +156,6 @@ impl Runtime {
             .submit(cpe, f, self.on_own_executor(), false, SpawnOptions::at(at))
     }
 
-    /// A builder for one spawn with a name, a stack size of its own, or an
-    /// executor of its choice; see [`SpawnBuilder`].
-    ///
-    /// ```
-    /// # use swco_executor::Runtime;
-    /// let rt = Runtime::builder().executors(2).build().unwrap();
-    /// let h = rt
-    ///     .spawn_builder()
-    ///     .name("parser")
-    ///     .stack_size(1 << 20)
-    ///     .on(1)
-    ///     .spawn(|| swco_executor::current_name())
-    ///     .unwrap();
-    /// assert_eq!(h.name(), Some("parser"));
-    /// assert_eq!(h.join().unwrap().as_deref(), Some("parser"));
-    /// ```
-    pub fn spawn_builder(&self) -> SpawnBuilder<'_> {
-        SpawnBuilder::new(self)
-    }
-
     /// The runtime's shared state and whether the caller is one of its
     /// coroutines, for the spawn builder.
     pub(crate) fn spawn_context(&self) -> (&RuntimeShared, bool) {
@@ -234,7 +197,7 @@ impl Runtime {
     /// ```
     #[must_use]
     pub fn dump(&self) -> RuntimeDump {
-        self.shared.dump(None)
+        self.shared.dump::<Local>(None)
     }
 
     /// Per-executor counters (relaxed snapshots). A coroutine's `finished`
@@ -382,7 +345,7 @@ impl RuntimeShared {
         let live = self.live.load(Ordering::SeqCst);
         // Coroutines waiting on the blocking pool are not stalled.
         if !self.blocking.busy() && self.stall.claim_report(self.progress()) {
-            let dump = self.dump(None);
+            let dump = self.dump::<Local>(None);
             eprintln!(
                 "swco: stalled: the runtime's shutdown (or drop) has waited {period:.1?} for \
                  {} that have not finished. It keeps waiting: a plain thread may still \

@@ -151,3 +151,27 @@ fn check_stack_size(requested: usize) -> Result<(), SpawnError> {
         Err(SpawnError::StackTooLarge { requested })
     }
 }
+
+/// Here rather than with the rest of `Runtime` (`mod.rs`), which then
+/// does not name the spawn builder.
+impl Runtime {
+    /// A builder for one spawn with a name, a stack size of its own, or an
+    /// executor of its choice; see [`SpawnBuilder`].
+    ///
+    /// ```
+    /// # use swco_executor::Runtime;
+    /// let rt = Runtime::builder().executors(2).build().unwrap();
+    /// let h = rt
+    ///     .spawn_builder()
+    ///     .name("parser")
+    ///     .stack_size(1 << 20)
+    ///     .on(1)
+    ///     .spawn(|| swco_executor::current_name())
+    ///     .unwrap();
+    /// assert_eq!(h.name(), Some("parser"));
+    /// assert_eq!(h.join().unwrap().as_deref(), Some("parser"));
+    /// ```
+    pub fn spawn_builder(&self) -> SpawnBuilder<'_> {
+        SpawnBuilder::new(self)
+    }
+}

@@ -23,7 +23,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Once, OnceLock};
 
-use super::page_size;
+use super::size::page_size;
 
 /// The OS page size (the guard page's size), set by [`prepare_thread`].
 static PAGE: AtomicUsize = AtomicUsize::new(0);

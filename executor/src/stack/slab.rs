@@ -53,7 +53,7 @@
 //!
 //! A stack's guard page is installed when the stack is first carved (never
 //! again: it survives reuse and release), with the runtime's
-//! [`GuardPages`] path.
+//! [`GuardPages`](super::mapping::GuardPages) path.
 
 use std::io;
 use std::num::NonZeroUsize;
@@ -61,7 +61,8 @@ use std::rc::Rc;
 
 use corosensei::stack::{Stack, StackPointer};
 
-use super::{page_size, GuardPages, StackConfig};
+use super::mapping::{Mapping, StackConfig};
+use super::size::{high_water, page_size};
 
 /// Stacks in an executor's first slab; each later slab doubles this, up to
 /// [`MAX_SLAB_BYTES`].
@@ -77,115 +78,13 @@ pub(crate) const TRIM_PERIOD: std::time::Duration = std::time::Duration::from_mi
 /// Free stacks left holding memory by a give-back (the hottest ones).
 const KEEP_HOT: usize = 128;
 
-/// `madvise` advice installing guard regions (Linux 6.13+); not all `libc`
-/// versions define it. Its value is the same on every Linux architecture.
-#[cfg(any(target_os = "linux", target_os = "android"))]
-const MADV_GUARD_INSTALL: libc::c_int = 102;
-
-#[cfg(any(target_os = "linux", target_os = "android"))]
-const MAP_FLAGS: libc::c_int =
-    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_STACK;
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-const MAP_FLAGS: libc::c_int = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
-
-/// An anonymous read-write mapping of ours, unmapped on drop.
-///
-/// # Invariants
-///
-/// `addr..addr + len` is a private anonymous mapping created by
-/// [`Mapping::new`], owned by this value alone (no other code unmaps or
-/// remaps it), page-aligned, with `len > 0`.
-pub(crate) struct Mapping {
-    addr: usize,
-    len: usize,
-}
-
-impl Mapping {
-    /// Maps `len` bytes (a whole number of pages), lazily reserved.
-    pub(crate) fn new(len: usize) -> io::Result<Mapping> {
-        if len == 0 {
-            return Err(io::ErrorKind::InvalidInput.into());
-        }
-        // SAFETY: an anonymous private mapping with no address hint touches
-        // no existing memory; failure is checked.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                MAP_FLAGS,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let mapping = Mapping {
-            addr: ptr as usize,
-            len,
-        };
-        // Stacks use a few KiB each; a transparent huge page would commit
-        // 2 MiB at once. Advisory: a kernel without THP refuses, harmlessly.
-        #[cfg(any(target_os = "linux", target_os = "android"))]
-        // SAFETY: the range is exactly our own mapping; the advice changes
-        // only how it may be backed, not its contents or protection.
-        unsafe {
-            libc::madvise(ptr, len, libc::MADV_NOHUGEPAGE);
-        }
-        Ok(mapping)
-    }
-
-    /// Turns `offset..offset + len` (page-aligned, inside the mapping) into a
-    /// guard: any access faults with `SIGSEGV`.
-    ///
-    /// # Safety
-    ///
-    /// Nothing may use the range: no stack handed out covers it, and nothing
-    /// points into it.
-    pub(crate) unsafe fn install_guard(
-        &self,
-        offset: usize,
-        len: usize,
-        how: GuardPages,
-    ) -> io::Result<()> {
-        assert!(offset.checked_add(len).is_some_and(|end| end <= self.len));
-        let addr = (self.addr + offset) as *mut libc::c_void;
-        let result = match how {
-            #[cfg(any(target_os = "linux", target_os = "android"))]
-            // SAFETY: the range lies inside our own mapping (asserted above)
-            // and nothing uses it (the caller's contract), so dropping its
-            // pages and making it fault on access affects nobody.
-            GuardPages::GuardRegion => unsafe { libc::madvise(addr, len, MADV_GUARD_INSTALL) },
-            // SAFETY: as above; PROT_NONE only makes the range fault on
-            // access.
-            _ => unsafe { libc::mprotect(addr, len, libc::PROT_NONE) },
-        };
-        if result == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: the mapping is ours alone (type invariant), and dropping
-        // `self` ends every use of it: stacks carved from it hold an `Rc` to
-        // it, so it is dropped only once none is left.
-        let result = unsafe { libc::munmap(self.addr as *mut libc::c_void, self.len) };
-        debug_assert_eq!(result, 0, "munmap of a stack slab failed");
-    }
-}
-
 /// One coroutine stack, carved from a slab: a guard page at `limit`, then
 /// usable memory up to `base`.
 ///
 /// # Invariants
 ///
 /// `limit..base` lies inside `slab`; its first page is a guard installed
-/// with the pool's [`GuardPages`] path, and the rest (at least
+/// with the pool's [`GuardPages`](super::mapping::GuardPages) path, and the rest (at least
 /// `MIN_STACK_SIZE` bytes) is read-write memory no other `SlabStack` covers.
 pub(crate) struct SlabStack {
     base: StackPointer,
@@ -325,8 +224,8 @@ impl StackPool {
         // SAFETY: the mapping was just made and nothing uses it yet.
         unsafe { mapping.install_guard(0, self.page, self.config.guard_pages()) }?;
         Ok(SlabStack {
-            limit: NonZeroUsize::new(mapping.addr).expect("a mapping is never at address 0"),
-            base: NonZeroUsize::new(mapping.addr + len).expect("inside a mapping"),
+            limit: NonZeroUsize::new(mapping.addr()).expect("a mapping is never at address 0"),
+            base: NonZeroUsize::new(mapping.addr() + len).expect("inside a mapping"),
             _slab: mapping,
         })
     }
@@ -363,20 +262,20 @@ impl StackPool {
 
     /// Carves a new stack, mapping a new slab if the current one is full.
     fn carve(&mut self) -> io::Result<SlabStack> {
-        if self.carved >= self.config.max_stacks {
+        if self.carved >= self.config.max_stacks() {
             return Err(io::Error::other(format!(
                 "the executor's limit of {} stacks (RuntimeBuilder::max_stacks) is reached",
-                self.config.max_stacks
+                self.config.max_stacks()
             )));
         }
         let slab = match &self.current {
-            Some(slab) if self.next + self.stride <= slab.len => slab.clone(),
+            Some(slab) if self.next + self.stride <= slab.len() => slab.clone(),
             _ => self.map_slab()?,
         };
         // SAFETY: `next..` of the current slab is not part of any stack yet
         // (type invariant), so nothing uses its first page.
         unsafe { slab.install_guard(self.next, self.page, self.config.guard_pages()) }?;
-        let limit = slab.addr + self.next;
+        let limit = slab.addr() + self.next;
         let stack = SlabStack {
             limit: NonZeroUsize::new(limit).expect("a mapping is never at address 0"),
             base: NonZeroUsize::new(limit + self.stride).expect("inside a mapping"),
@@ -391,7 +290,7 @@ impl StackPool {
     fn map_slab(&mut self) -> io::Result<Rc<Mapping>> {
         let per_slab = (MAX_SLAB_BYTES / self.stride).max(1);
         let grown = FIRST_SLAB_STACKS.saturating_mul(1 << self.slabs.min(20));
-        let room = self.config.max_stacks - self.carved;
+        let room = self.config.max_stacks() - self.carved;
         let stacks = grown.min(per_slab).min(room).max(1);
         let mapping = match Mapping::new(stacks * self.stride) {
             Ok(m) => m,
@@ -420,7 +319,7 @@ impl StackPool {
         let mut buf = Vec::new();
         for stack in &self.free[self.released..] {
             let (low, top) = stack.usable(self.page);
-            self.high_water = self.high_water.max(super::high_water(low, top, &mut buf));
+            self.high_water = self.high_water.max(high_water(low, top, &mut buf));
         }
         self.high_water
     }
@@ -434,7 +333,7 @@ impl StackPool {
             .collect();
         let mut buf = Vec::new();
         for &(low, top) in &ranges {
-            self.high_water = self.high_water.max(super::high_water(low, top, &mut buf));
+            self.high_water = self.high_water.max(high_water(low, top, &mut buf));
         }
         ranges.sort_unstable();
         // Merge stacks adjacent in memory (only a guard page apart); the
@@ -462,7 +361,8 @@ impl StackPool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stack::MIN_STACK_SIZE;
+    use crate::stack::mapping::GuardPages;
+    use crate::stack::size::MIN_STACK_SIZE;
 
     fn pool(guard: GuardPages, max_stacks: usize) -> StackPool {
         StackPool::new(StackConfig::new(MIN_STACK_SIZE, guard, max_stacks).unwrap())
@@ -471,7 +371,7 @@ mod tests {
     /// The paths this kernel supports.
     fn paths() -> Vec<GuardPages> {
         let mut paths = vec![GuardPages::Mprotect];
-        if crate::stack::guard_regions_supported() {
+        if crate::stack::mapping::guard_regions_supported() {
             paths.push(GuardPages::GuardRegion);
         }
         paths
@@ -617,11 +517,11 @@ mod tests {
         let built = StackConfig::new(MIN_STACK_SIZE, GuardPages::GuardRegion, 1);
         match built {
             Ok(c) => {
-                assert!(crate::stack::guard_regions_supported());
+                assert!(crate::stack::mapping::guard_regions_supported());
                 assert_eq!(c.guard_pages(), GuardPages::GuardRegion);
             }
             Err(e) => {
-                assert!(!crate::stack::guard_regions_supported());
+                assert!(!crate::stack::mapping::guard_regions_supported());
                 assert!(e.to_string().contains("MADV_GUARD_INSTALL"), "{e}");
             }
         }
