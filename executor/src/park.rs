@@ -165,7 +165,7 @@ impl<E: ParkSite> Park for CoroutinePark<E> {
         // executor is its home. (A blocking call outside a coroutine parks
         // the thread: no home.)
         match self.running() {
-            Some((local, _)) => local as *const Local as usize,
+            Some((local, _)) => local as *const E as usize,
             None => 0,
         }
     }
