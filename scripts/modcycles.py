@@ -39,6 +39,8 @@ reexports = {}
 lib = strip_comments(open(os.path.join(src, files[()])).read())
 for m in re.finditer(r'pub\s+use\s+(\w+)::(\{[^}]*\}|\w+)\s*;', lib, flags=re.S):
     mod, names = m.group(1), m.group(2)
+    if (mod,) not in files:
+        continue  # a re-export of another crate: no edge inside this one
     for n in re.findall(r'\w+', names):
         reexports[n] = (mod,)
 
@@ -98,7 +100,7 @@ for mod, f in sorted(files.items()):
         target = resolve(absol)
         if target != mod and target != ():
             out.add(target)
-        elif target == () and absol and absol[0] in reexports:
+        elif target == () and absol and reexports.get(absol[0]) in files:
             out.add(reexports[absol[0]])
     edges[mod] = out
 

@@ -480,7 +480,7 @@ impl<T, M: Mode, P: Protocol> Sending<'_, T, M, P> {
         let this = self;
         let chan = this.chan;
         if chan.zero().is_some() {
-            return this.poll_zero(cx);
+            return zero::poll_send(chan, &mut this.msg, &mut this.packet, cx);
         }
         let senders = &*chan.senders;
         if let Some(ticket) = this.ticket.take() {
@@ -670,7 +670,9 @@ impl<T, M: Mode, P: Protocol> Receiving<'_, T, M, P> {
         assert!(!this.done, "RecvFuture polled after completion");
         let chan = this.chan;
         if chan.zero().is_some() {
-            return this.poll_zero(cx);
+            let outcome = zero::poll_recv(chan, &mut this.packet, cx);
+            this.done = outcome.is_ready();
+            return outcome;
         }
         let receivers = &*chan.receivers;
         if let Some(ticket) = this.ticket.take() {

@@ -10,21 +10,24 @@ use crate::rendezvous::{rethrow_deferred, Arrival, Packet, Settled, Side};
 use crate::sync::Arc;
 use crate::{Mode, Protocol};
 
-use super::{Receiving, Sending};
-
-impl<T, M: Mode, P: Protocol> Sending<'_, T, M, P> {
-    /// `poll` on a zero-capacity channel.
-    pub(super) fn poll_zero(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), SendError<T>>> {
-        let msg = &mut self.msg;
-        poll_rendezvous(self.chan, Side::Send, &mut self.packet, cx, || {
-            Some(msg.take().expect("SendFuture polled after completion"))
-        })
-        .map(|outcome| {
-            outcome
-                .map(drop)
-                .map_err(|back| SendError(back.expect("a sender's message")))
-        })
-    }
+/// A send future's `poll` on a zero-capacity channel: `msg` until it is
+/// in the channel or handed back, `packet` while one is queued. (The
+/// future's fields, passed in: this file sees no future type, so that the
+/// futures' module alone reaches down to it.)
+pub(super) fn poll_send<T, M: Mode, P: Protocol>(
+    chan: &Chan<T, M, P>,
+    msg: &mut Option<T>,
+    packet: &mut Option<Arc<Packet<T>>>,
+    cx: &mut Context<'_>,
+) -> Poll<Result<(), SendError<T>>> {
+    poll_rendezvous(chan, Side::Send, packet, cx, || {
+        Some(msg.take().expect("SendFuture polled after completion"))
+    })
+    .map(|outcome| {
+        outcome
+            .map(drop)
+            .map_err(|back| SendError(back.expect("a sender's message")))
+    })
 }
 
 /// A future's `poll` on a zero-capacity channel, for either side: looks at
@@ -96,19 +99,19 @@ fn poll_rendezvous<T, M: Mode, P: Protocol>(
     }
 }
 
-impl<T, M: Mode, P: Protocol> Receiving<'_, T, M, P> {
-    /// `poll` on a zero-capacity channel.
-    #[inline]
-    pub(super) fn poll_zero(&mut self, cx: &mut Context<'_>) -> Poll<Result<T, RecvError>> {
-        let outcome =
-            poll_rendezvous(self.chan, Side::Recv, &mut self.packet, cx, || None).map(|outcome| {
-                outcome
-                    .map(|got| got.expect("a served receiver has a message"))
-                    .map_err(|_| RecvError)
-            });
-        self.done = outcome.is_ready();
+/// A receive future's `poll` on a zero-capacity channel, `packet` while
+/// one is queued; as [`poll_send`].
+#[inline]
+pub(super) fn poll_recv<T, M: Mode, P: Protocol>(
+    chan: &Chan<T, M, P>,
+    packet: &mut Option<Arc<Packet<T>>>,
+    cx: &mut Context<'_>,
+) -> Poll<Result<T, RecvError>> {
+    poll_rendezvous(chan, Side::Recv, packet, cx, || None).map(|outcome| {
         outcome
-    }
+            .map(|got| got.expect("a served receiver has a message"))
+            .map_err(|_| RecvError)
+    })
 }
 
 /// A send future dropped with its packet queued: the packet is taken back
