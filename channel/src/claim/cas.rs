@@ -9,7 +9,7 @@
 //! ours, the check still holds after the win. Publication is the stamp,
 //! stored after the data (see `ring.rs`).
 
-use super::Cursor;
+use super::cursor::Cursor;
 use crate::backoff::Backoff;
 use crate::ring::{Readiness, Ring, Turn};
 use crate::sync::{AtomicUsize, Ordering};

@@ -1,7 +1,7 @@
 //! A side with one endpoint: no other claimant can race us, so the position
 //! is a plain word we load and store, and a claim is a stamp check.
 
-use super::Cursor;
+use super::cursor::Cursor;
 use crate::ring::{Readiness, Ring, Turn};
 use crate::sync::Ordering;
 use crate::updt::UpdtCell;

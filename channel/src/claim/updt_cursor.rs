@@ -38,7 +38,7 @@
 //!   and never a suspension, so spinning claimants wait only for that long.
 
 use super::combine::{my_slot, Publication};
-use super::Cursor;
+use super::cursor::Cursor;
 use crate::ring::{Ring, Turn};
 use crate::spaced::Spaced;
 use crate::sync::Ordering;

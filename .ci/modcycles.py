@@ -7,7 +7,7 @@ the strongly connected components of more than one file. Each file is a
 node; --merge=DIR counts a folder as one node (a type's methods split across
 a folder's files are calls no path shows). Exits 1 if there is a cycle.
 
-Usage: scripts/modcycles.py executor/src [--edges] [--merge=executor]"""
+Usage: .ci/modcycles.py executor/src [--edges] [--merge=executor]"""
 import os, re, sys
 
 src = sys.argv[1]
