@@ -187,6 +187,16 @@ impl Local {
                 && live > 0
                 && stall.all_idle(n)
                 && self.runtime.progress() == watch
+                // A wake or spawn waiting in an inbox is progress about
+                // to happen, not yet counted: a pool thread that finished
+                // a job woke its coroutine just before it stopped counting
+                // as busy, and the executor that timed out here has not
+                // drained it yet.
+                && !self
+                    .runtime
+                    .executor_shared()
+                    .iter()
+                    .any(|e| e.inbox.is_pending())
                 && stall.claim_report(watch)
             {
                 let dump = self.runtime.dump(Some(self));
