@@ -55,31 +55,10 @@ fn testable_paths() -> Vec<&'static str> {
     paths
 }
 
-/// Joins every handle and returns the sum of their results.
-fn join_sum(handles: Vec<JoinHandle<usize>>) -> usize {
-    handles.into_iter().map(|h| h.join().unwrap()).sum()
-}
+#[path = "common/hold.rs"]
+mod hold;
 
-/// Spawns `n` coroutines on executor `cpe` that wait on one channel (each
-/// returning 1 once it closes), and waits until all of them run: `n` stacks
-/// are then in use. Dropping the sender releases them.
-fn hold(rt: &Runtime, cpe: usize, n: usize) -> (mpmc::Sender<()>, Vec<JoinHandle<usize>>) {
-    let (tx, rx) = mpmc::bounded::<()>(1);
-    let started = Arc::new(AtomicUsize::new(0));
-    let hs = (0..n)
-        .map(|_| {
-            let (rx, started) = (rx.clone(), started.clone());
-            rt.spawn_on(cpe, move || {
-                started.fetch_add(1, Ordering::Relaxed);
-                let _ = rx.recv();
-                1
-            })
-            .unwrap()
-        })
-        .collect();
-    wait_for(&started, n);
-    (tx, hs)
-}
+use hold::{hold, join_sum};
 
 /// Waits (at most two minutes) until executor `cpe` has given back the
 /// memory of some free stacks.

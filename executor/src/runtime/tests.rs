@@ -2,10 +2,9 @@
 //! and the blocking pool's keep-alive are builder settings for tests only,
 //! so they are set here rather than through the public builder.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use swco_channel::mpmc;
 use swco_test_support::in_child_process;
@@ -26,34 +25,10 @@ fn pool_threads() -> usize {
         .count()
 }
 
-fn join_sum(handles: Vec<JoinHandle<usize>>) -> usize {
-    handles.into_iter().map(|h| h.join().unwrap()).sum()
-}
+#[path = "../../tests/common/hold.rs"]
+mod hold;
 
-/// Spawns `n` coroutines on executor `cpe` that wait on one channel (each
-/// returning 1 once it closes), and waits until all of them run: `n` stacks
-/// are then in use. Dropping the sender releases them.
-fn hold(rt: &Runtime, cpe: usize, n: usize) -> (mpmc::Sender<()>, Vec<JoinHandle<usize>>) {
-    let (tx, rx) = mpmc::bounded::<()>(1);
-    let started = Arc::new(AtomicUsize::new(0));
-    let hs = (0..n)
-        .map(|_| {
-            let (rx, started) = (rx.clone(), started.clone());
-            rt.spawn_on(cpe, move || {
-                started.fetch_add(1, Ordering::Relaxed);
-                let _ = rx.recv();
-                1
-            })
-            .unwrap()
-        })
-        .collect();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while started.load(Ordering::Relaxed) < n {
-        assert!(Instant::now() < deadline, "the coroutines never all ran");
-        thread::sleep(Duration::from_millis(1));
-    }
-    (tx, hs)
-}
+use hold::{hold, join_sum};
 
 /// With a stack limit, the spawn past it is refused, with the reason in the
 /// join error; freed stacks are then reused.
