@@ -52,12 +52,14 @@ mod imp {
 
     impl Parker {
         /// A parker with no token.
+        #[must_use]
         pub fn new() -> Self {
             Parker {
                 notify: std::sync::Arc::new(loom::sync::Notify::new()),
             }
         }
         /// The handle that wakes this parker, from any thread.
+        #[must_use]
         pub fn unparker(&self) -> Unparker {
             Unparker {
                 notify: self.notify.clone(),

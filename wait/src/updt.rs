@@ -118,6 +118,7 @@ impl UpdtCell {
 
     /// Loads the word.
     #[inline]
+    #[must_use]
     pub fn load(&self, order: Ordering) -> usize {
         self.0.load(order)
     }
@@ -168,6 +169,7 @@ impl UpdtClaim {
 
     /// One attempt to win the claim; `true` if won. A loser leaves no trace.
     #[inline]
+    #[must_use]
     pub fn try_claim(&self) -> bool {
         let t = self.claims.load(Ordering::SeqCst);
         if t != self.done.load(Ordering::SeqCst) {
