@@ -35,4 +35,6 @@ pub mod protocol;
 pub mod sync;
 pub mod updt;
 pub mod wait_list;
+mod waiter_slot;
+mod waiters;
 pub mod waiting_on;
