@@ -58,8 +58,6 @@
 //!
 //! A long run: `SWCO_SOAK_SECS=600 cargo test --release --test soak -- --nocapture`.
 
-use std::io::Read;
-use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize};
 use std::sync::{Mutex, OnceLock};
@@ -71,8 +69,8 @@ use swco::channel::{
     Sender, TryRecvError, TrySendError, Updt,
 };
 use swco::Runtime;
+use swco_test_support::{in_child, run_child_for, ChildOutput};
 
-const CHILD_ENV: &str = "SWCO_SOAK_CHILD";
 const TEST_NAME: &str = "soak_channels_between_threads_and_coroutines";
 
 /// At most this many producers, and this many consumers.
@@ -1561,47 +1559,9 @@ fn child_main() {
 // ---------------------------------------------------------------------------
 // The parent.
 
-/// Runs the soak in a child process; kills it after `timeout`.
-fn run_child(seed: u64, timeout: Duration) -> (Option<ExitStatus>, String, String) {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", TEST_NAME, "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, "1")
-        .env("SWCO_SOAK_SEED", format!("{seed:#x}"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("re-executing the test binary");
-    let mut stdout = child.stdout.take().unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let out = thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = stdout.read_to_end(&mut b);
-        String::from_utf8_lossy(&b).into_owned()
-    });
-    let err = thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = stderr.read_to_end(&mut b);
-        String::from_utf8_lossy(&b).into_owned()
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("waiting for the child") {
-            break Some(s);
-        }
-        if start.elapsed() > timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        thread::sleep(Duration::from_millis(20));
-    };
-    (status, out.join().unwrap(), err.join().unwrap())
-}
-
 #[test]
 fn soak_channels_between_threads_and_coroutines() {
-    if std::env::var_os(CHILD_ENV).is_some() {
+    if in_child() {
         child_main();
         return;
     }
@@ -1616,7 +1576,18 @@ fn soak_channels_between_threads_and_coroutines() {
     let budget = env_u64("SWCO_SOAK_SECS").unwrap_or(5);
     let timeout = Duration::from_secs(env_u64("SWCO_SOAK_TIMEOUT_SECS").unwrap_or(budget + 120));
     println!("swco soak: base seed {seed:#x} (set SWCO_SOAK_SEED to repeat)");
-    let (status, stdout, stderr) = run_child(seed, timeout);
+    let seed_text = format!("{seed:#x}");
+    let ChildOutput {
+        status,
+        stdout,
+        stderr,
+    } = run_child_for(
+        TEST_NAME,
+        "1",
+        &[("SWCO_SOAK_SEED", &seed_text)],
+        &[],
+        timeout,
+    );
     let summary: Vec<&str> = stdout
         .lines()
         .filter(|l| l.starts_with("swco soak:"))

@@ -8,14 +8,13 @@
 
 mod common;
 
-use std::process::Command;
 use std::rc::Rc;
 use std::thread;
 
 use common::{Panic, TestPark};
 use swco_channel::{hook, spsc};
+use swco_test_support::in_child_process;
 
-const CHILD_ENV: &str = "SWCO_CHANNEL_SEND_STACK_CHILD";
 const MSG: usize = 256 * 1024;
 /// The sender's whole stack. The caller's own frame holds two copies of the
 /// message (the argument, and the `Result` that could give it back); the
@@ -66,25 +65,8 @@ fn blocking_send_on_a_small_stack() {
 
 #[test]
 fn blocking_send_of_a_large_message_fits_in_five_times_its_size() {
-    const NAME: &str = "blocking_send_of_a_large_message_fits_in_five_times_its_size";
-    if std::env::var_os(CHILD_ENV).is_some() {
-        blocking_send_on_a_small_stack();
-        return;
-    }
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, "1")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "child failed ({}): {stderr}",
-        out.status
-    );
-    assert!(
-        stdout.contains("1 passed"),
-        "the child did not run the test: {stdout}"
+    in_child_process(
+        "blocking_send_of_a_large_message_fits_in_five_times_its_size",
+        blocking_send_on_a_small_stack,
     );
 }

@@ -90,9 +90,27 @@ pub fn run_child_case(
     env: &[(&str, &str)],
     remove: &[&str],
 ) -> ChildOutput {
+    run_child_for(name, case, env, remove, CHILD_HANG_GUARD)
+}
+
+/// [`run_child_case`], killing the child after `guard` rather than
+/// [`CHILD_HANG_GUARD`] (a test that runs long on purpose, such as a soak).
+///
+/// # Panics
+///
+/// If the child cannot be started or waited for.
+#[must_use]
+pub fn run_child_for(
+    name: &str,
+    case: &str,
+    env: &[(&str, &str)],
+    remove: &[&str],
+    guard: Duration,
+) -> ChildOutput {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args(["--exact", name, "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, case)
+        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     for k in remove {
@@ -118,7 +136,7 @@ pub fn run_child_case(
         if let Some(status) = child.try_wait().unwrap() {
             break Some(status);
         }
-        if start.elapsed() > CHILD_HANG_GUARD {
+        if start.elapsed() > guard {
             let _ = child.kill();
             let _ = child.wait();
             break None;
