@@ -44,16 +44,6 @@
 mod batch;
 mod chan;
 mod claim;
-/// For the loom models only: starts the combining slots' numbering over at
-/// the start of each execution.
-#[cfg(loom)]
-#[doc(hidden)]
-pub use claim::combine::reset_slots as __loom_reset_slots;
-/// For the loom models only: requests served by combining on this test
-/// thread, so a model can check that it reached that path.
-#[cfg(loom)]
-#[doc(hidden)]
-pub use claim::combine::served_requests as __loom_combined_requests;
 mod endpoint;
 mod error;
 mod future;
@@ -380,6 +370,8 @@ mod static_checks {
     }
     chan_layout!(Spsc, Spmc, Mpsc, Mpmc);
 
+    // Not under loom: it makes a channel outside a loom model.
+    #[cfg(not(loom))]
     #[test]
     fn hot_words_are_a_gap_apart() {
         use crate::spaced::GAP;
@@ -404,6 +396,13 @@ mod static_checks {
         check::<Spmc, Updt>();
     }
 }
+
+/// The loom models that need the crate's internals (the combining path's
+/// count of served requests): only in the crate's own unit tests under
+/// `--cfg loom`. The models that go through the public API are in
+/// `swco-loom-tests`.
+#[cfg(all(test, loom))]
+mod loom_tests;
 
 /// The README's example, compiled and run as a doc test.
 #[cfg(doctest)]

@@ -23,9 +23,11 @@
 //!   counterexamples loom finds in them.
 //!
 //! The models that need a crate's internals are not here but in that crate,
-//! as its unit tests under `cfg(all(test, loom))`: the executor's (wake
-//! state, inbox, join slot and cancel, chunk claim, stall accounting) in
-//! `executor/src/loom_tests/`, run with
+//! as its unit tests under `cfg(all(test, loom))`: the channel's (flat
+//! combining, checked to be reached) in `channel/src/loom_tests/`, run with
+//! `RUSTFLAGS="--cfg loom" cargo test -p swco-channel --lib --release`, and
+//! the executor's (wake state, inbox, join slot and cancel, chunk claim,
+//! stall accounting) in `executor/src/loom_tests/`, run with
 //! `RUSTFLAGS="--cfg loom" cargo test -p swco-executor --lib --release`.
 //!
 //! See `loom-tests/README.md` for the table of models, what each proves, their

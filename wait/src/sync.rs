@@ -14,6 +14,11 @@ mod imp {
     pub use loom::sync::Arc;
     pub use loom::thread_local;
 
+    /// Loom only (`std` has no `lazy_static`): a static whose value loom
+    /// makes afresh in every execution, for state that must start over with
+    /// each one (the channels' combining slot numbering).
+    pub use loom::lazy_static;
+
     /// Loom's cell: every access is tracked, so an unsynchronised read of a
     /// slot that is being written is reported as a data race.
     pub use loom::cell::UnsafeCell;

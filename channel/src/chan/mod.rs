@@ -150,8 +150,9 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     }
 
     /// Address and size of each word written by a different party, in
-    /// field order (for the layout test in `lib.rs`).
-    #[cfg(test)]
+    /// field order (for the layout test in `lib.rs`, which is not built
+    /// under loom).
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn layout_probe(&self) -> [(*const u8, usize); 4] {
         fn word<W>(w: &W) -> (*const u8, usize) {
             (w as *const W as *const u8, std::mem::size_of::<W>())
@@ -722,11 +723,17 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
             }
         }
 
-        let rest = Rest(self);
-        // Each message is dropped at the end of the loop condition, while
-        // the guard is armed.
-        while self.try_recv().is_ok() {}
-        std::mem::forget(rest);
+        while let Ok(message) = self.try_recv() {
+            // The guard is armed only while the message is dropped, not
+            // across `try_recv`: a panic in `try_recv` itself (a broken
+            // invariant, or loom ending a failed execution) would panic
+            // again in the guard's `drain`, which would arm another guard,
+            // and so on until the stack overflows. Unguarded, it leaves
+            // `drain` at once (and aborts if it comes during an unwind).
+            let rest = Rest(self);
+            drop(message);
+            std::mem::forget(rest);
+        }
     }
 
     pub(crate) fn is_disconnected(&self) -> bool {

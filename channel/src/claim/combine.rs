@@ -90,6 +90,15 @@ pub(crate) struct Record {
     n: UpdtCell,
     /// 1 once served; 0 while pending.
     served: UpdtCell,
+    /// Under loom only: whether the owner's request is outstanding (set by
+    /// the owner before it publishes, taken by the server that serves it),
+    /// so that serving a request twice fails the model where it happens
+    /// (see `check_outstanding`). A `std` atomic, not the shim's: loom runs
+    /// a model's threads one at a time on one OS thread, so it sees them in
+    /// the order loom ran them, and it is no object of the search (no new
+    /// branch, no happens-before edge the real code lacks).
+    #[cfg(loom)]
+    outstanding: std::sync::atomic::AtomicBool,
 }
 
 /// A cursor's records and its `pending` word.
@@ -100,6 +109,8 @@ pub(crate) struct Publication {
 
 impl Publication {
     pub(crate) fn new() -> Self {
+        #[cfg(loom)]
+        make_slot_counter();
         Publication {
             pending: CachePadded::new(UpdtCell::new(0)),
             records: (0..SLOTS)
@@ -109,6 +120,8 @@ impl Publication {
                         first: UpdtCell::new(0),
                         n: UpdtCell::new(0),
                         served: UpdtCell::new(0),
+                        #[cfg(loom)]
+                        outstanding: std::sync::atomic::AtomicBool::new(false),
                     })
                 })
                 .collect(),
@@ -131,8 +144,13 @@ impl Publication {
         // Relaxed: the add to `pending` below releases them.
         record.max.store(max, Ordering::Relaxed);
         record.served.store(0, Ordering::Relaxed);
+        #[cfg(loom)]
+        record
+            .outstanding
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         self.pending.updt(1isize.wrapping_shl(slot as u32));
         let mut turns = 0u32;
+        let mut served_myself = false;
         loop {
             // Acquire: pairs with the server's Release store, so `first`
             // and `n` are the server's.
@@ -141,10 +159,22 @@ impl Publication {
                 let first = record.first.load(Ordering::Relaxed);
                 return if n == 0 { Err(first) } else { Ok((first, n)) };
             }
+            // Our own serve saw our bit (our add comes before its load), or
+            // a server that took it out committed before we won the claim,
+            // and its `served` store with it: either way we are served now.
+            // If not, our bit was lost from `pending` and we would wait for
+            // ever; say so rather than spin until loom's branch limit (or
+            // for ever, outside loom).
+            assert!(
+                !served_myself,
+                "combining: slot {slot}'s request not served by its own serve \
+                 (its bit was lost from `pending`)"
+            );
             // Try at once (the holder may have just gone), then every
             // TRY_EVERY turns.
             if turns % TRY_EVERY == 0 && claim.try_claim() {
                 self.serve(claim, pos, ring, turn);
+                served_myself = true;
                 continue;
             }
             turns += 1;
@@ -157,6 +187,38 @@ impl Publication {
         }
     }
 
+    /// Under loom: fails the model if a bit of `mask` (a `pending` load) is
+    /// not an outstanding request, and marks the requests served.
+    ///
+    /// A bit in `pending` is a request nobody has served yet. A request
+    /// served again would hand positions to an owner that no longer waits
+    /// for them: a producer's slot would stay unwritten, and a consumer
+    /// would wait for it for ever (a livelock loom reports only at its
+    /// branch limit, and not at all if another thread's panic is unwinding
+    /// by then). So fail here, before anything is handed out, and give the
+    /// claim back first: the endpoints dropped while this thread unwinds
+    /// then do not wait for a claim nobody will release.
+    #[cfg(loom)]
+    fn check_outstanding(&self, mask: usize, claim: &UpdtClaim) {
+        let stale = bits(mask).find(|&slot| {
+            !self.records[slot]
+                .outstanding
+                .load(std::sync::atomic::Ordering::Relaxed)
+        });
+        if let Some(slot) = stale {
+            claim.undo();
+            panic!(
+                "combining: slot {slot}'s request served twice \
+                 (its bit left in `pending`: {mask:#b})"
+            );
+        }
+        for slot in bits(mask) {
+            self.records[slot]
+                .outstanding
+                .store(false, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
     /// Serves every published request, then releases `claim`, which the
     /// caller holds.
     fn serve<T>(&self, claim: &UpdtClaim, pos: &UpdtCell, ring: &Ring<T>, turn: Turn) {
@@ -165,6 +227,8 @@ impl Publication {
         let mask = self.pending.load(Ordering::SeqCst);
         // Relaxed: the claim orders us after the previous holder's store.
         let mut next = pos.load(Ordering::Relaxed);
+        #[cfg(loom)]
+        self.check_outstanding(mask, claim);
         for slot in bits(mask) {
             let record = &self.records[slot];
             let max = record.max.load(Ordering::Relaxed);
@@ -187,7 +251,7 @@ impl Publication {
             // Release: the owner's Acquire load then sees `first` and `n`.
             self.records[slot].served.store(1, Ordering::Release);
         }
-        #[cfg(loom)]
+        #[cfg(all(test, loom))]
         SERVED.with(|n| n.set(n.get() + mask.count_ones() as usize));
         claim.commit();
     }
@@ -244,34 +308,42 @@ pub(crate) fn my_slot() -> Option<usize> {
 }
 
 /// Under loom: each model thread takes the next index, from a counter that
-/// [`reset_slots`] sets back to 0 at the start of every execution. The
-/// counter is a `std` thread-local: loom runs a model's threads on the test's
-/// own OS thread, so models running side by side in one test binary keep
-/// apart, and it adds no branch to the model.
+/// lives for one execution (a loom `lazy_static`: loom drops its statics at
+/// the end of each execution and makes them afresh in the next), so every
+/// execution numbers its threads from 0 and nothing needs resetting between
+/// executions. The index itself is a loom thread-local, which lives as long
+/// as its model thread.
 #[cfg(loom)]
 pub(crate) fn my_slot() -> Option<usize> {
     crate::sync::thread_local! {
-        static SLOT: Option<usize> = NEXT.with(|next| {
-            let i = next.get();
-            next.set(i + 1);
+        static SLOT: Option<usize> = {
+            // Relaxed, and a `std` atomic: loom runs a model's threads one
+            // at a time on one OS thread, so this is no object of the search.
+            let i = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             (i < SLOTS).then_some(i)
-        });
+        };
     }
     SLOT.with(|s| *s)
 }
 
 #[cfg(loom)]
-std::thread_local! {
-    static NEXT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+crate::sync::lazy_static! {
+    /// The next slot index to hand out in this execution.
+    static ref NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 }
 
-/// Starts slot numbering over; call at the start of every loom execution.
+/// Makes this execution's slot counter now, if it is not made yet. Loom
+/// models a `lazy_static`'s initialisation as a release and every access as
+/// an acquire of it, so the first thread to use the counter would order
+/// every later user after itself: an edge the real code does not have,
+/// which could hide a missing one. Made when a cursor is (before the model
+/// hands its endpoints to other threads), it adds none.
 #[cfg(loom)]
-pub fn reset_slots() {
-    NEXT.with(|next| next.set(0));
+pub(crate) fn make_slot_counter() {
+    let _ = NEXT.load(std::sync::atomic::Ordering::Relaxed);
 }
 
-#[cfg(loom)]
+#[cfg(all(test, loom))]
 std::thread_local! {
     /// Requests served by combining on this OS thread (under loom, the
     /// test's), so a model can check that it covered the path.
@@ -279,8 +351,8 @@ std::thread_local! {
 }
 
 /// How many requests combining has served on this test thread so far.
-#[cfg(loom)]
-pub fn served_requests() -> usize {
+#[cfg(all(test, loom))]
+pub(crate) fn served_requests() -> usize {
     SERVED.with(|n| n.get())
 }
 

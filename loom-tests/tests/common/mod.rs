@@ -22,16 +22,13 @@ use swco_channel::{
 
 /// Runs `f` under loom with at most `preemptions` preemptions per execution
 /// (the shared runner of `swco-test-support`, which sets every bound of the
-/// search in code), the combining slots numbered afresh in each execution.
+/// search in code). The channel numbers its threads' combining slots
+/// afresh in each execution by itself.
 pub fn check<F>(name: &str, preemptions: usize, f: F)
 where
     F: Fn() + Sync + Send + 'static,
 {
-    swco_test_support::loom_check(name, Some(preemptions), move || {
-        // Each execution numbers its threads' combining slots from 0.
-        swco_channel::__loom_reset_slots();
-        f();
-    });
+    swco_test_support::loom_check(name, Some(preemptions), f);
 }
 
 /// Defines a `#[test]` that model-checks `body` with the given preemption
