@@ -27,9 +27,9 @@ use crate::queue::Queue;
 /// **Fairness: hand-off, oldest first, with bounded executor affinity.**
 /// Unlocking with waiters queued hands the lock to a waiter, which wakes up
 /// owning it: the oldest, unless a coroutine unlocks while the oldest
-/// waiter is on another executor and a waiter of its own executor is
-/// queued: the oldest of those is chosen instead, at most 32 times in a
-/// row; then the oldest. (Waking a coroutine of one's own executor is a push
+/// waiter is on another executor and a waiter of its own executor is near
+/// the front (among the first 32): the oldest of those is chosen instead,
+/// at most 32 times in a row; then the oldest. (Waking a coroutine of one's own executor is a push
 /// onto its run queue; waking one elsewhere is a remote wake, and
 /// coroutines never move between executors.) Plain threads are handed the
 /// lock in FIFO order. A `lock` that finds waiters queued joins the queue

@@ -21,8 +21,8 @@ use crate::queue::Queue;
 /// **Fairness: hand-off, oldest first, with bounded executor affinity.** A
 /// permit given back (or added) while waiters are queued goes to the
 /// oldest waiter, which wakes up holding it, or, as with
-/// [`Mutex`](crate::Mutex), to the oldest waiter of the giver's executor,
-/// at most 32 times in a row; an `acquire` that finds waiters queued
+/// [`Mutex`](crate::Mutex), to a waiter of the giver's executor near the
+/// front, at most 32 times in a row; an `acquire` that finds waiters queued
 /// joins the queue. As with
 /// [`Mutex`](crate::Mutex), only an `acquire` (or
 /// [`try_acquire`](Semaphore::try_acquire)) racing the return of a permit

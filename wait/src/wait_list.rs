@@ -65,136 +65,37 @@ pub struct WaitList<L> {
     chosen: UpdtCell,
 }
 
-/// The listed waiters, under the list's lock: one FIFO per home (see
-/// [`WaitList::add_at`]), so that a hand-off finds the oldest waiter of the
-/// giver's home at the front of its own queue instead of searching the
-/// whole list for it; the oldest waiter overall is the oldest of the
-/// queues' fronts. Keys are handed out in order and entries only leave,
-/// never move, so within a queue the keys ascend (in wrapping order).
+/// The listed waiters, under the list's lock.
 struct Queue {
-    /// In no particular order. An emptied queue stays for its home's next
-    /// waiter while there are few; see [`SPARE_HOMES`].
-    homes: Vec<HomeQueue>,
-    /// Waiters listed, over all homes.
-    len: usize,
+    /// Keys are handed out in order and entries only leave, never move, so
+    /// the keys ascend (in wrapping order) from front to back.
+    entries: VecDeque<Entry>,
     next_key: usize,
-    /// Hand-offs in a row that passed the oldest waiter over for one at the
+    /// Hand-offs in a row that passed the front waiter over for one at the
     /// giver's home; see [`WaitList::wake_one_if`].
     passed: usize,
 }
 
-/// The waiters of one home, oldest first: `(key, waker)`.
-struct HomeQueue {
+/// One listed waiter.
+struct Entry {
+    key: usize,
+    /// The waiter's [`Park::home`](crate::hook::Park::home), `0` for none.
     home: usize,
-    entries: VecDeque<(usize, Waker)>,
+    waker: Waker,
 }
-
-impl Queue {
-    /// The queue of `home`, if it has one.
-    fn find(&self, home: usize) -> Option<usize> {
-        self.homes.iter().position(|h| h.home == home)
-    }
-
-    fn push(&mut self, home: usize, waker: Waker) -> usize {
-        let key = self.next_key;
-        self.next_key = key.wrapping_add(1);
-        let i = match self.find(home) {
-            Some(i) => i,
-            None => match self.homes.iter().position(|h| h.entries.is_empty()) {
-                Some(i) => {
-                    self.homes[i].home = home;
-                    i
-                }
-                None => {
-                    self.homes.push(HomeQueue {
-                        home,
-                        entries: VecDeque::new(),
-                    });
-                    self.homes.len() - 1
-                }
-            },
-        };
-        self.homes[i].entries.push_back((key, waker));
-        self.len += 1;
-        key
-    }
-
-    /// The queue whose front is the oldest waiter, if any is listed.
-    fn oldest(&self) -> Option<usize> {
-        // Oldest: the furthest behind `next_key`, in wrapping order.
-        let age = |k: usize| self.next_key.wrapping_sub(k);
-        let mut best: Option<(usize, usize)> = None;
-        for (i, h) in self.homes.iter().enumerate() {
-            if let Some(&(k, _)) = h.entries.front() {
-                if best.map_or(true, |(_, b)| age(k) > age(b)) {
-                    best = Some((i, k));
-                }
-            }
-        }
-        best.map(|(i, _)| i)
-    }
-
-    /// The key of the oldest listed waiter, or `next_key` if none is.
-    fn head(&self) -> usize {
-        self.oldest()
-            .and_then(|i| self.homes[i].entries.front())
-            .map_or(self.next_key, |&(k, _)| k)
-    }
-
-    /// Takes the front of queue `i` (which is not empty).
-    fn pop_from(&mut self, i: usize) -> (usize, Waker) {
-        let taken = self.homes[i].entries.pop_front().expect("a listed waiter");
-        self.len -= 1;
-        self.tidy(i);
-        taken
-    }
-
-    /// Removes the waiter with `key`, if it is listed.
-    fn remove_key(&mut self, key: usize) -> bool {
-        for i in 0..self.homes.len() {
-            let entries = &mut self.homes[i].entries;
-            if let Some(j) = entries.iter().position(|&(k, _)| k == key) {
-                entries.remove(j);
-                self.len -= 1;
-                self.tidy(i);
-                return true;
-            }
-        }
-        false
-    }
-
-    /// Drops queue `i` if it is empty and there are more than a few:
-    /// homes come and go (a runtime's executors, with each runtime).
-    fn tidy(&mut self, i: usize) {
-        if self.homes[i].entries.is_empty() && self.homes.len() > SPARE_HOMES {
-            self.homes.swap_remove(i);
-        }
-    }
-
-    /// Takes every waiter.
-    fn take_all(&mut self) -> Vec<Waker> {
-        let mut all = Vec::with_capacity(self.len);
-        for h in &mut self.homes {
-            all.extend(h.entries.drain(..).map(|(_, w)| w));
-        }
-        self.len = 0;
-        self.homes.truncate(SPARE_HOMES);
-        all
-    }
-}
-
-/// Queues kept for homes with no waiter at the moment (so that the waiters
-/// of a few executors that come and go reuse their queues).
-const SPARE_HOMES: usize = 4;
 
 /// How many hand-offs in a row may pass the oldest waiter over for a waiter
 /// at the giver's home. This bounds the unfairness: the oldest waiter is
 /// chosen after at most this many others. It is the run of hand-offs a
-/// lock stays on one executor while the waiters of another wait: long
-/// enough that the remote wake that ends a run (the next executor's caches
-/// refilled with the lock's lines) is rare next to the local hand-offs that
-/// make it up.
+/// lock stays on one executor while the waiters of another wait, enough to
+/// make the remote wake that ends a run rare next to the local hand-offs
+/// that make it up.
 const MAX_PASSES: usize = 32;
+
+/// How far behind the front a hand-off looks for a waiter at its home. The
+/// scan is under the list's lock, so it is kept short; waiters of two
+/// executors that alternate in the queue put one within the first two.
+const HOME_WINDOW: usize = 32;
 
 /// A key no waiter holds (`chosen` before any choice). Keys would reach it
 /// only after `usize::MAX` registrations on one list.
@@ -221,8 +122,7 @@ impl<L: RawLock> WaitList<L> {
         WaitList {
             lock: L::new(),
             queue: UnsafeCell::new(Queue {
-                homes: Vec::new(),
-                len: 0,
+                entries: VecDeque::new(),
                 next_key: 0,
                 passed: 0,
             }),
@@ -252,11 +152,13 @@ impl<L: RawLock> WaitList<L> {
     /// [`Park::home`]: crate::hook::Park::home
     pub fn add_at(&self, waker: Waker, home: usize) -> Key {
         self.with_locked(|q| {
+            let key = q.next_key;
+            q.next_key = key.wrapping_add(1);
             // `head` stays: a list that was empty had `head == key`, and a
-            // list that was not keeps its oldest.
-            let key = q.push(home, waker);
+            // list that was not keeps its front.
+            q.entries.push_back(Entry { key, home, waker });
             // Relaxed: the caller's fence(SeqCst) orders it before the re-check.
-            self.len.store(q.len, Ordering::Release);
+            self.len.store(q.entries.len(), Ordering::Release);
             Key(key)
         })
     }
@@ -282,28 +184,29 @@ impl<L: RawLock> WaitList<L> {
             return false;
         }
         self.with_locked(|q| {
-            let found = q.remove_key(key.0);
-            if found {
+            let found = q.entries.iter().position(|e| e.key == key.0);
+            if let Some(i) = found {
+                q.entries.remove(i);
                 self.publish(q);
             }
-            found
+            found.is_some()
         })
     }
 
     /// Stores the mirrors of the queue that are read without the lock.
     /// Called under the lock after every removal. Release: see `remove`.
     fn publish(&self, q: &Queue) {
-        self.len.store(q.len, Ordering::Release);
-        self.head.store(q.head(), Ordering::Release);
+        self.len.store(q.entries.len(), Ordering::Release);
+        let head = q.entries.front().map_or(q.next_key, |e| e.key);
+        self.head.store(head, Ordering::Release);
     }
 
     /// Takes the oldest waiter, under the lock.
     fn take_front(&self, q: &mut Queue) -> Option<Waker> {
-        let i = q.oldest()?;
-        let (_, waker) = q.pop_from(i);
+        let first = q.entries.pop_front();
         q.passed = 0;
         self.publish(q);
-        Some(waker)
+        first.map(|e| e.waker)
     }
 
     /// Cheap check, after the caller's `fence(SeqCst)` or claim: `false`
@@ -326,8 +229,9 @@ impl<L: RawLock> WaitList<L> {
     ///
     /// **Which waiter: the oldest, with bounded home affinity.** If the
     /// oldest waiter's home (see [`add_at`](Self::add_at)) is not the
-    /// caller's, the oldest waiter with the caller's home is chosen instead,
-    /// at most `MAX_PASSES` (32) times in a row; then the oldest. Waking a coroutine of one's own executor is a push onto
+    /// caller's, the oldest waiter with the caller's home among the first
+    /// few is chosen instead, at most `MAX_PASSES` (32) times in a row; then
+    /// the oldest. Waking a coroutine of one's own executor is a push onto
     /// its run queue; waking one of another executor is a remote wake that
     /// leaves this executor idle while the other wakes up. Keeping runs of
     /// hand-offs on one executor is what a contended lock needs to be fast
@@ -337,7 +241,7 @@ impl<L: RawLock> WaitList<L> {
     pub fn wake_one_if(&self, grant: impl FnOnce() -> bool) -> bool {
         let home = hook::current_home();
         let chosen = self.with_locked(|q| {
-            if q.len == 0 || !grant() {
+            if q.entries.is_empty() || !grant() {
                 return None;
             }
             self.choose(q, home)
@@ -363,7 +267,7 @@ impl<L: RawLock> WaitList<L> {
     pub fn hand_over_or(&self, release: impl FnOnce()) -> bool {
         let home = hook::current_home();
         let chosen = self.with_locked(|q| {
-            if q.len == 0 {
+            if q.entries.is_empty() {
                 release();
                 return None;
             }
@@ -382,22 +286,31 @@ impl<L: RawLock> WaitList<L> {
     /// queue, under the lock; its waker is to be woken once the lock is
     /// released.
     fn choose(&self, q: &mut Queue, home: usize) -> Option<Waker> {
-        let oldest = q.oldest()?;
-        let mine = match q.find(home) {
-            Some(i) if home != 0 && q.passed < MAX_PASSES && i != oldest => {
-                Some(i).filter(|&i| !q.homes[i].entries.is_empty())
+        match self.nearer(q, home) {
+            Some(i) => {
+                let entry = q.entries.remove(i)?;
+                q.passed += 1;
+                // The front stays, so `head` does too; `len` changes.
+                self.len.store(q.entries.len(), Ordering::Release);
+                self.chosen.store(entry.key, Ordering::Release);
+                Some(entry.waker)
             }
-            _ => None,
-        };
-        let Some(i) = mine else {
-            return self.take_front(q);
-        };
-        let (key, waker) = q.pop_from(i);
-        q.passed += 1;
-        // The oldest stays, so `head` does too; `len` changes.
-        self.len.store(q.len, Ordering::Release);
-        self.chosen.store(key, Ordering::Release);
-        Some(waker)
+            None => self.take_front(q),
+        }
+    }
+
+    /// The index of the waiter to choose instead of the front one, if the
+    /// front's home is not `home` and a waiter at `home` is near it, and
+    /// the front has not been passed over too often already.
+    fn nearer(&self, q: &Queue, home: usize) -> Option<usize> {
+        let front = q.entries.front()?;
+        if home == 0 || front.home == home || q.passed >= MAX_PASSES {
+            return None;
+        }
+        q.entries
+            .iter()
+            .take(HOME_WINDOW)
+            .position(|e| e.home == home)
     }
 
     /// Wakes the oldest waiter, if any.
@@ -465,13 +378,13 @@ impl<L: RawLock + 'static> Waiters for WaitList<L> {
 
     fn notify_all(&self) {
         let all = self.with_locked(|q| {
-            let all = q.take_all();
+            let all = std::mem::take(&mut q.entries);
             q.passed = 0;
             self.publish(q);
             all
         });
-        for waker in all {
-            waker.wake();
+        for entry in all {
+            entry.waker.wake();
         }
     }
 
