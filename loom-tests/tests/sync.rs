@@ -37,16 +37,18 @@ use loom::thread;
 use swco_channel::hook::{self, Park};
 use swco_sync::{Barrier, Condvar, Mutex, OnceCell, Semaphore, WaitGroup};
 
+/// Locks `m` and increments `cell` under the guard.
+fn bump(m: &Mutex<()>, cell: &UnsafeCell<usize>) {
+    let _g = m.lock();
+    // SAFETY: written only under the guard; loom reports a concurrent
+    // access if the mutex let two holders in.
+    cell.with_mut(|p| unsafe { *p += 1 });
+}
+
 /// Three parties lock once each and increment a loom cell under the guard.
 fn mutex_exclusion() {
     let m = Arc::new(Mutex::new(()));
     let cell = Arc::new(UnsafeCell::new(0usize));
-    let bump = |m: &Mutex<()>, cell: &UnsafeCell<usize>| {
-        let _g = m.lock();
-        // SAFETY: written only under the guard; loom reports a concurrent
-        // access if the mutex let two holders in.
-        cell.with_mut(|p| unsafe { *p += 1 });
-    };
     let threads: Vec<_> = (0..2)
         .map(|_| {
             let (m, cell) = (m.clone(), cell.clone());
@@ -99,11 +101,6 @@ fn set_home(home: usize) {
 fn mutex_exclusion_with_homes() {
     let m = Arc::new(Mutex::new(()));
     let cell = Arc::new(UnsafeCell::new(0usize));
-    let bump = |m: &Mutex<()>, cell: &UnsafeCell<usize>| {
-        let _g = m.lock();
-        // SAFETY: written only under the guard, as in `mutex_exclusion`.
-        cell.with_mut(|p| unsafe { *p += 1 });
-    };
     set_home(1);
     let g = m.lock();
     let threads: Vec<_> = [2, 1]

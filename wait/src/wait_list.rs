@@ -239,20 +239,7 @@ impl<L: RawLock> WaitList<L> {
     /// instead: they run the woken task on the waker's thread). Plain
     /// threads have no home, and are handed to in FIFO order.
     pub fn wake_one_if(&self, grant: impl FnOnce() -> bool) -> bool {
-        let home = hook::current_home();
-        let chosen = self.with_locked(|q| {
-            if q.entries.is_empty() || !grant() {
-                return None;
-            }
-            self.choose(q, home)
-        });
-        match chosen {
-            Some(waker) => {
-                waker.wake();
-                true
-            }
-            None => false,
-        }
+        self.hand_off(|listed| listed && grant())
     }
 
     /// A hand-off for a giver that still holds what it gives (a locked
@@ -265,10 +252,21 @@ impl<L: RawLock> WaitList<L> {
     /// registered before is listed. Either way nothing more is needed:
     /// no fence, no second look.
     pub fn hand_over_or(&self, release: impl FnOnce()) -> bool {
+        self.hand_off(|listed| {
+            if !listed {
+                release();
+            }
+            listed
+        })
+    }
+
+    /// The hand-off both of the above make: under the lock, `go(listed)`
+    /// (whether a waiter is listed) says whether to choose one; the chosen
+    /// waiter is woken after the lock is released. Returns whether one was.
+    fn hand_off(&self, go: impl FnOnce(bool) -> bool) -> bool {
         let home = hook::current_home();
         let chosen = self.with_locked(|q| {
-            if q.entries.is_empty() {
-                release();
+            if !go(!q.entries.is_empty()) {
                 return None;
             }
             self.choose(q, home)
