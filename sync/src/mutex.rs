@@ -29,14 +29,14 @@ use crate::queue::Queue;
 /// owning it: the oldest, unless a coroutine unlocks while the oldest
 /// waiter is on another executor and a waiter of its own executor is near
 /// the front (among the first 32): the oldest of those is chosen instead,
-/// at most 32 times in a row; then the oldest. (Waking a coroutine of one's own executor is a push
-/// onto its run queue; waking one elsewhere is a remote wake, and
-/// coroutines never move between executors.) Plain threads are handed the
-/// lock in FIFO order. A `lock` that finds waiters queued joins the queue
-/// rather than taking the lock past them. The one exception is a `lock`
-/// (or [`try_lock`](Mutex::try_lock)) that races the unlock itself: it may
-/// come first, once per unlock, and the waiter keeps its place. A waiter
-/// woken spuriously queues again at the back.
+/// at most 32 times in a row; then the oldest. (Waking a coroutine of
+/// one's own executor is a push onto its run queue; waking one elsewhere
+/// is a remote wake, and coroutines never move between executors.) Plain
+/// threads are handed the lock in FIFO order. A `lock` that finds waiters
+/// queued joins the queue rather than taking the lock past them. The one
+/// exception is a `lock` (or [`try_lock`](Mutex::try_lock)) that races the
+/// unlock itself: it may come first, once per unlock, and the waiter keeps
+/// its place. A waiter woken spuriously queues again at the back.
 ///
 /// **Recursion panics.** A coroutine (or thread) that calls `lock` on a
 /// mutex it already holds panics with a message, rather than waiting for
