@@ -100,16 +100,18 @@ impl<T> Mutex<T> {
     /// If the calling coroutine (or thread) already holds this mutex.
     #[must_use = "the mutex is unlocked again at once if the guard is not kept"]
     pub fn lock(&self) -> MutexGuard<'_, T> {
+        // Asked once, for the slow path's recursion check and the record.
+        let me = hook::current_party();
         if self.queue.has_waiters() || !self.try_acquire() {
-            self.lock_slow();
+            self.lock_slow(me);
         }
-        self.owner.store(hook::current_party(), Ordering::Relaxed);
+        self.owner.store(me, Ordering::Relaxed);
         MutexGuard::new(self)
     }
 
+    /// Waits for the lock, as party `me`.
     #[cold]
-    fn lock_slow(&self) {
-        let me = hook::current_party();
+    fn lock_slow(&self, me: usize) {
         assert!(
             me == 0 || self.owner.load(Ordering::Relaxed) != me,
             "swco::sync::Mutex::lock: the calling coroutine (or thread) already holds this \
