@@ -5,7 +5,7 @@
 //!
 //! Nobody sends on these channels: a message is made on demand from the
 //! clock, when it is due. So a timer receiver registers no waker anywhere.
-//! A blocking `recv` parks through the [`hook`](crate::hook) with the due
+//! A blocking `recv` parks through the [`hook`] with the due
 //! time as its deadline; in a swco coroutine that is the executor's timer
 //! heap (only the coroutine waits), on a plain thread a timed park. A
 //! blocked [`select!`](crate::select!) or [`Select`](crate::Select) with a

@@ -1,6 +1,6 @@
 //! A coroutine's job: the body an executor starts (once), how it is
 //! told to start ([`Start`]), and the payload a cancelling shutdown unwinds
-//! it with ([`Cancelled`]).
+//! it with ([`Cancelled`](crate::panic::Cancelled)).
 //!
 //! # Invariants
 //!

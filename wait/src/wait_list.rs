@@ -79,7 +79,7 @@ struct Queue {
 /// One listed waiter.
 struct Entry {
     key: usize,
-    /// The waiter's [`Park::home`](crate::hook::Park::home), `0` for none.
+    /// The waiter's [`Park::home`], `0` for none.
     home: usize,
     waker: Waker,
 }
