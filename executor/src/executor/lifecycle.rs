@@ -97,10 +97,17 @@ impl Local {
     /// woke last waits in `run_next`, that one runs first, right here, on
     /// top of this coroutine's stack (a direct hand-off: one switch, no
     /// pass through the executor loop); if it then woke this one back, this
-    /// one goes on without suspending. Otherwise it suspends as usual.
+    /// one goes on without suspending. If it woke another instead, that one
+    /// runs here next, and so on while the loop would take each next
+    /// anyway (`take_hand_off`: within the `run_next` budget, so the loop
+    /// still comes round for timers and fairness): a chain of hand-offs,
+    /// each woken coroutine parking after it wakes the next (a contended
+    /// lock), costs one switch in and one back per link, where suspending
+    /// here would add a pass through the loop every other link. Otherwise
+    /// it suspends as usual.
     pub(crate) fn park_running(&self) {
-        if let Some(slot) = self.take_hand_off() {
-            let me = self.running_header().map(|h| h.slot);
+        let me = self.running_header().map(|h| h.slot);
+        while let Some(slot) = self.take_hand_off() {
             self.run_nested(slot);
             if me.is_some() && self.run_next.get() == me {
                 // Woken by a coroutine of this executor while the other
