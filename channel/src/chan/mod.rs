@@ -55,8 +55,6 @@ use crate::wait_list::Waiters;
 use crate::{Mode, Protocol};
 use swco_wait::protocol::wait_on;
 
-mod zero;
-
 /// Why a send left the message with its caller.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Unsent {
@@ -90,7 +88,7 @@ pub(crate) struct Chan<T, M: Mode, P: Protocol> {
     zero: Option<Box<Rendezvous<T, P::Lock>>>,
     /// Where the channel was made, for what its blocked parties wait on
     /// ([`WaitingOn`]).
-    made_at: &'static Location<'static>,
+    pub(crate) made_at: &'static Location<'static>,
 }
 
 /// A channel seen as the object of a receive (`RECV`) or a send: what an

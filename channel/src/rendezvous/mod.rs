@@ -93,8 +93,11 @@
 //! channel's, a select's and a future's zero-capacity paths are in
 //! `chan/zero.rs`, `select/zero.rs` and `future/zero.rs`.
 
+mod chan;
+pub(crate) mod future;
 mod meeting;
 mod packet;
+pub(crate) mod select;
 mod wait;
 
 // Deferred unwinding lives in the blocking layer (`swco_wait::deferred`),

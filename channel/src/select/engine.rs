@@ -15,7 +15,7 @@ use crate::sync::{fence, Ordering};
 
 use super::op::{Op, OpRef};
 use super::random::{nth_ready, random_below, random_u32, shuffle};
-use super::zero::PacketOutcome;
+use crate::rendezvous::select::PacketOutcome;
 
 /// How long a select may wait.
 #[doc(hidden)]

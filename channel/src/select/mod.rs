@@ -99,7 +99,6 @@ mod engine;
 mod expansion;
 mod op;
 mod random;
-mod zero;
 
 pub use arms::SelectRecv;
 pub(crate) use arms::{recv_op, RecvArm};
