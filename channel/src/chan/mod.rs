@@ -32,11 +32,13 @@
 //!    drain what is buffered, then fail.
 //! 5. **Zero capacity is a rendezvous.** A `bounded(0)` channel leaves its
 //!    ring unused and meets senders with receivers in its [`Rendezvous`]
-//!    (`rendezvous/`, with its own invariants; the channel's zero-capacity paths are in `chan/zero.rs`). Its sends take the message
-//!    by pointer like the others; a sender cancelled out of its park after
-//!    a receiver took the message reports success first and unwinds after,
-//!    so no copy is dropped twice. A party queuing there also wakes the
-//!    other side's waiter list, where selects and futures wait.
+//!    (`rendezvous/`, with its own invariants; the channel's zero-capacity
+//!    paths are there too, in `rendezvous/chan.rs`). Its sends take the
+//!    message by pointer like the others; a sender cancelled out of its
+//!    park after a receiver took the message reports success first and
+//!    unwinds after, so no copy is dropped twice. A party queuing there
+//!    also wakes the other side's waiter list, where selects and futures
+//!    wait.
 
 use std::panic::Location;
 use std::panic::{catch_unwind, AssertUnwindSafe};

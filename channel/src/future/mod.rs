@@ -43,7 +43,7 @@
 //! receiver took it; a dropped receive future that was already handed a
 //! message passes it on to the next receiver (`Rendezvous::reoffer`): the
 //! sender was told it was delivered, and it is never lost. That part is
-//! `future/zero.rs`.
+//! `rendezvous/future.rs`, with the rest of capacity 0.
 //!
 //! [`leave`]: Waiters::leave
 //! [`stands`]: Waiters::stands

@@ -2,7 +2,8 @@
 //! in its [`Rendezvous`] instead of the ring, and the channel as the
 //! rendezvous's blocking `wait` sees it ([`Peers`]). The endpoint, select
 //! and future paths reach these through one test of `Chan::zero`, made
-//! where each path starts; the meeting itself is `rendezvous/`'s.
+//! where each path starts; the meeting itself is in `meeting.rs`,
+//! `packet.rs` and `wait.rs`, beside this file.
 
 use std::time::Instant;
 

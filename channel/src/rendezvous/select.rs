@@ -1,7 +1,7 @@
 //! A select's operations on zero-capacity channels: the packets a blocked
-//! select waits with in their rendezvous (`rendezvous/`, invariants 5 and
-//! 7), seen by the engine through one trait, [`InRendezvous`], that an
-//! operation hands out ([`Op::in_rendezvous`](super::op::Op::in_rendezvous))
+//! select waits with in their rendezvous (`rendezvous/mod.rs`, invariants 5
+//! and 7), seen by the engine through one trait, [`InRendezvous`], that an
+//! operation hands out ([`Op::in_rendezvous`](crate::select::Op::in_rendezvous))
 //! only when its channel has capacity 0. The operations' own files call
 //! the functions here for their rendezvous work, so that what a select
 //! does in a rendezvous is in this one file.
