@@ -7,14 +7,13 @@
 
 use std::time::Instant;
 
+use crate::chan::{Chan, Unsent};
 use crate::error::RecvTimeoutError;
 use crate::hook::{self, Describe, Op, Park, WaitingOn};
 use crate::rendezvous::{Arrival, Filled, Packet, Peers, Rendezvous, Side};
 use crate::sync::Arc;
 use crate::wait_list::Waiters;
 use crate::{Mode, Protocol};
-
-use crate::chan::{Chan, Unsent};
 
 /// A receive on a rendezvous channel waiting for a selecting send to fill
 /// its packet: reserved by that send while queued in a select

@@ -1,6 +1,6 @@
 //! A future's `poll` and drop on a zero-capacity channel: a pending future
 //! waits with a packet queued in the rendezvous rather than on a waiter
-//! list (see `future/mod.rs` and `rendezvous/`).
+//! list (see `future/mod.rs` and `rendezvous/mod.rs`).
 
 use std::task::{Context, Poll};
 

@@ -262,7 +262,7 @@ pub(crate) enum Reserving<T> {
 /// already, else `make`) and fills the receiver's packet, so that the
 /// receiver that made the send ready is the one that gets it, whatever the
 /// message expression does meanwhile (crossbeam's and Go's semantics;
-/// `rendezvous/`, invariant 7).
+/// `rendezvous/mod.rs`, invariant 7).
 #[cold]
 pub(crate) fn attempt_reserving<T, M: Mode, P: Protocol>(
     tx: &Sender<T, M, P>,
