@@ -32,11 +32,13 @@
 //!    drain what is buffered, then fail.
 //! 5. **Zero capacity is a rendezvous.** A `bounded(0)` channel leaves its
 //!    ring unused and meets senders with receivers in its [`Rendezvous`]
-//!    (`rendezvous/`, with its own invariants; the channel's zero-capacity paths are in `chan/zero.rs`). Its sends take the message
-//!    by pointer like the others; a sender cancelled out of its park after
-//!    a receiver took the message reports success first and unwinds after,
-//!    so no copy is dropped twice. A party queuing there also wakes the
-//!    other side's waiter list, where selects and futures wait.
+//!    (`rendezvous/`, with its own invariants; the channel's zero-capacity
+//!    paths are there too, in `rendezvous/chan.rs`). Its sends take the
+//!    message by pointer like the others; a sender cancelled out of its
+//!    park after a receiver took the message reports success first and
+//!    unwinds after, so no copy is dropped twice. A party queuing there
+//!    also wakes the other side's waiter list, where selects and futures
+//!    wait.
 
 use std::panic::Location;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -54,8 +56,6 @@ use crate::updt::UpdtCell;
 use crate::wait_list::Waiters;
 use crate::{Mode, Protocol};
 use swco_wait::protocol::wait_on;
-
-mod zero;
 
 /// Why a send left the message with its caller.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -90,7 +90,7 @@ pub(crate) struct Chan<T, M: Mode, P: Protocol> {
     zero: Option<Box<Rendezvous<T, P::Lock>>>,
     /// Where the channel was made, for what its blocked parties wait on
     /// ([`WaitingOn`]).
-    made_at: &'static Location<'static>,
+    pub(crate) made_at: &'static Location<'static>,
 }
 
 /// A channel seen as the object of a receive (`RECV`) or a send: what an

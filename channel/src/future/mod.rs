@@ -43,7 +43,7 @@
 //! receiver took it; a dropped receive future that was already handed a
 //! message passes it on to the next receiver (`Rendezvous::reoffer`): the
 //! sender was told it was delivered, and it is never lost. That part is
-//! `future/zero.rs`.
+//! `rendezvous/future.rs`, with the rest of capacity 0.
 //!
 //! [`leave`]: Waiters::leave
 //! [`stands`]: Waiters::stands
@@ -57,13 +57,12 @@ use std::task::{Context, Poll, Waker};
 
 use crate::chan::{Chan, Unsent};
 use crate::error::{RecvError, SendError, TryRecvError};
+use crate::rendezvous::future as zero;
 use crate::rendezvous::Packet;
 use crate::sync::Arc;
 use crate::wait_list::Waiters;
 use crate::{Cas, Mode, Protocol, Receiver, Sender};
 use swco_wait::protocol::TaskPark;
-
-mod zero;
 
 /// What a pending send future holds: its registration among blocked senders.
 type TxTicket<M, P> = <<M as Mode>::TxWait<P> as Waiters>::Ticket;

@@ -86,15 +86,24 @@
 //!
 //! # Where the parts are
 //!
+//! Everything about capacity 0 is in this folder. The meeting:
 //! `packet.rs`: the packets, their states and the select's token;
 //! `meeting.rs`: the queues and what arriving, reserving, filling, giving
 //! up and leaving do; `wait.rs`: the blocking wait of a thread or
-//! coroutine. None of them knows the channel but through [`Peers`]; the
-//! channel's, a select's and a future's zero-capacity paths are in
-//! `chan/zero.rs`, `select/zero.rs` and `future/zero.rs`.
+//! coroutine. None of them knows the channel but through [`Peers`], nor
+//! imports anything of `chan`, `select` or `future`. Each layer's side of
+//! the meeting: `chan.rs`, a channel's zero-capacity sends and receives
+//! and the channel as [`Peers`]; `select.rs`, a select's packets, which
+//! the engine sees through [`select::InRendezvous`]; `future.rs`, a
+//! future's polls and drops. These import their layer and the meeting
+//! (through this file), and this file imports none of them, so no import
+//! goes round in a circle.
 
+mod chan;
+pub(crate) mod future;
 mod meeting;
 mod packet;
+pub(crate) mod select;
 mod wait;
 
 // Deferred unwinding lives in the blocking layer (`swco_wait::deferred`),

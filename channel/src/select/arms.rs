@@ -13,7 +13,7 @@ use crate::wait_list::Waiters;
 use crate::{Mode, Protocol, Receiver, Sender};
 
 use super::op::{Kind, Op, OpRef, Probe};
-use super::zero::{self, InRendezvous, PacketOutcome, Reserving};
+use crate::rendezvous::select::{self as zero, InRendezvous, PacketOutcome, Reserving};
 
 type RxTicket<M, P> = <<M as Mode>::RxWait<P> as Waiters>::Ticket;
 type TxTicket<M, P> = <<M as Mode>::TxWait<P> as Waiters>::Ticket;

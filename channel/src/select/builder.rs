@@ -14,7 +14,7 @@ use super::arms::{channel_of, SelectRecv, SendReady};
 use super::engine::{act_on_look, drive_after_look, look, pick_ready, Look, Wait};
 use super::op::{Kind, Op, Probe, Removed};
 use super::random::seed;
-use super::zero;
+use crate::rendezvous::select as zero;
 
 /// A set of channel operations to wait on, built at run time; crossbeam's
 /// `Select`. Operations may be on channels of any mode and protocol, mixed.

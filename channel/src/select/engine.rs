@@ -15,7 +15,7 @@ use crate::sync::{fence, Ordering};
 
 use super::op::{Op, OpRef};
 use super::random::{nth_ready, random_below, random_u32, shuffle};
-use super::zero::PacketOutcome;
+use crate::rendezvous::select::PacketOutcome;
 
 /// How long a select may wait.
 #[doc(hidden)]
@@ -549,7 +549,7 @@ impl<L: OpList + ?Sized> Registered<'_, L> {
         }
     }
 
-    /// Operation `i`'s [`InRendezvous::await_fill`](super::zero::InRendezvous::await_fill).
+    /// Operation `i`'s [`InRendezvous::await_fill`](crate::rendezvous::select::InRendezvous::await_fill).
     fn await_fill(&mut self, i: usize, park: Option<&dyn Park>, deadline: Option<Instant>) -> bool {
         self.ops
             .get(i)

@@ -85,13 +85,14 @@
 //!
 //! # Where the parts are
 //!
-//! `random.rs`: the randomness; `zero.rs`: what an operation does in a
-//! rendezvous while its select is blocked; `op.rs`: the operation trait
-//! the engine sees; `arms.rs`: the receive and send operations on
-//! channels; `engine.rs`: the driver (look, try, block); `builder.rs`:
-//! [`Select`] and its errors; `expansion.rs`: what the macros' expansion
-//! calls (hidden). Each imports only ones listed before it. The macros
-//! themselves are in `select_macro.rs`.
+//! `random.rs`: the randomness; `op.rs`: the operation trait the engine
+//! sees; `arms.rs`: the receive and send operations on channels;
+//! `engine.rs`: the driver (look, try, block); `builder.rs`: [`Select`]
+//! and its errors; `expansion.rs`: what the macros' expansion calls
+//! (hidden). Each imports only ones listed before it. The macros
+//! themselves are in `select_macro.rs`. What an operation does in a
+//! rendezvous while its select is blocked is with the rest of capacity 0,
+//! in `rendezvous/select.rs` (which imports nothing of this folder).
 
 mod arms;
 mod builder;
@@ -99,7 +100,6 @@ mod engine;
 mod expansion;
 mod op;
 mod random;
-mod zero;
 
 pub use arms::SelectRecv;
 pub(crate) use arms::{recv_op, RecvArm};

@@ -9,7 +9,7 @@ use crate::hook::{Park, WaitingOn};
 use crate::rendezvous::Token;
 use crate::sync::Arc;
 
-use super::zero::InRendezvous;
+use crate::rendezvous::select::InRendezvous;
 
 /// Which way an operation goes.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -1,6 +1,6 @@
 //! A future's `poll` and drop on a zero-capacity channel: a pending future
 //! waits with a packet queued in the rendezvous rather than on a waiter
-//! list (see `future/mod.rs` and `rendezvous/`).
+//! list (see `future/mod.rs` and `rendezvous/mod.rs`).
 
 use std::task::{Context, Poll};
 
@@ -14,7 +14,7 @@ use crate::{Mode, Protocol};
 /// in the channel or handed back, `packet` while one is queued. (The
 /// future's fields, passed in: this file sees no future type, so that the
 /// futures' module alone reaches down to it.)
-pub(super) fn poll_send<T, M: Mode, P: Protocol>(
+pub(crate) fn poll_send<T, M: Mode, P: Protocol>(
     chan: &Chan<T, M, P>,
     msg: &mut Option<T>,
     packet: &mut Option<Arc<Packet<T>>>,
@@ -102,7 +102,7 @@ fn poll_rendezvous<T, M: Mode, P: Protocol>(
 /// A receive future's `poll` on a zero-capacity channel, `packet` while
 /// one is queued; as [`poll_send`].
 #[inline]
-pub(super) fn poll_recv<T, M: Mode, P: Protocol>(
+pub(crate) fn poll_recv<T, M: Mode, P: Protocol>(
     chan: &Chan<T, M, P>,
     packet: &mut Option<Arc<Packet<T>>>,
     cx: &mut Context<'_>,
@@ -117,7 +117,7 @@ pub(super) fn poll_recv<T, M: Mode, P: Protocol>(
 /// A send future dropped with its packet queued: the packet is taken back
 /// unless a receiver took it first; an unsent message is dropped here,
 /// with the future.
-pub(super) fn drop_send_packet<T, M: Mode, P: Protocol>(
+pub(crate) fn drop_send_packet<T, M: Mode, P: Protocol>(
     chan: &Chan<T, M, P>,
     packet: &Arc<Packet<T>>,
 ) {
@@ -129,7 +129,7 @@ pub(super) fn drop_send_packet<T, M: Mode, P: Protocol>(
 /// send: abandoned (it sends elsewhere). Handed a message, then dropped:
 /// the message goes on to the next receiver rather than be lost (we are
 /// still a receiver).
-pub(super) fn drop_recv_packet<T, M: Mode, P: Protocol>(
+pub(crate) fn drop_recv_packet<T, M: Mode, P: Protocol>(
     chan: &Chan<T, M, P>,
     packet: &Arc<Packet<T>>,
 ) {

@@ -1,7 +1,7 @@
 //! A select's operations on zero-capacity channels: the packets a blocked
-//! select waits with in their rendezvous (`rendezvous/`, invariants 5 and
-//! 7), seen by the engine through one trait, [`InRendezvous`], that an
-//! operation hands out ([`Op::in_rendezvous`](super::op::Op::in_rendezvous))
+//! select waits with in their rendezvous (`rendezvous/mod.rs`, invariants 5
+//! and 7), seen by the engine through one trait, [`InRendezvous`], that an
+//! operation hands out ([`Op::in_rendezvous`](crate::select::Op::in_rendezvous))
 //! only when its channel has capacity 0. The operations' own files call
 //! the functions here for their rendezvous work, so that what a select
 //! does in a rendezvous is in this one file.
@@ -61,7 +61,7 @@ fn zero_of<T, M: Mode, P: Protocol>(chan: &Chan<T, M, P>) -> &Rendezvous<T, P::L
 // ---- receives ----------------------------------------------------------------
 
 /// A blocked select's receive queues its (empty) packet.
-pub(super) fn queue_recv_packet<T, M: Mode, P: Protocol>(
+pub(crate) fn queue_recv_packet<T, M: Mode, P: Protocol>(
     chan: &Chan<T, M, P>,
     packet: &mut Option<Arc<Packet<T>>>,
     park: &dyn Park,
@@ -78,7 +78,7 @@ pub(super) fn queue_recv_packet<T, M: Mode, P: Protocol>(
 /// Takes a select's receive packet back: what it brought, and the message
 /// if the receive completed with one (for the operation to keep). A
 /// reserved packet stays, for [`await_recv_fill`], if `served`.
-pub(super) fn settle_recv_packet<T, M: Mode, P: Protocol>(
+pub(crate) fn settle_recv_packet<T, M: Mode, P: Protocol>(
     chan: &Chan<T, M, P>,
     packet: &mut Option<Arc<Packet<T>>>,
     served: bool,
@@ -103,7 +103,7 @@ pub(super) fn settle_recv_packet<T, M: Mode, P: Protocol>(
 
 /// Waits for the send that reserved this receive's packet to fill it (see
 /// [`InRendezvous::await_fill`]); the message, if it came.
-pub(super) fn await_recv_fill<T, M: Mode, P: Protocol>(
+pub(crate) fn await_recv_fill<T, M: Mode, P: Protocol>(
     chan: &Chan<T, M, P>,
     packet: &mut Option<Arc<Packet<T>>>,
     park: Option<&dyn Park>,
@@ -146,7 +146,7 @@ fn keep<T, M: Mode, P: Protocol>(
 /// A `Select` send's try on a zero-capacity channel: selected if it holds
 /// a receiver (reserved now, or handed over while blocked), or if the
 /// receivers are gone.
-pub(super) fn attempt_select_send<T, M: Mode, P: Protocol>(
+pub(crate) fn attempt_select_send<T, M: Mode, P: Protocol>(
     tx: &Sender<T, M, P>,
     zero: &Rendezvous<T, P::Lock>,
     partner: &mut Option<Arc<Packet<T>>>,
@@ -166,7 +166,7 @@ pub(super) fn attempt_select_send<T, M: Mode, P: Protocol>(
 }
 
 /// Lets go of a receiver a send reserved but will not fill.
-pub(super) fn release_partner<T, M: Mode, P: Protocol>(
+pub(crate) fn release_partner<T, M: Mode, P: Protocol>(
     tx: &Sender<T, M, P>,
     partner: &mut Option<Arc<Packet<T>>>,
 ) {
@@ -179,7 +179,7 @@ pub(super) fn release_partner<T, M: Mode, P: Protocol>(
 /// A blocked select's send queues its packet in the rendezvous: with its
 /// message if it is made, else message-less (a receiver that serves it
 /// hands over a packet of its own to fill).
-pub(super) fn queue_send_packet<T, M: Mode, P: Protocol>(
+pub(crate) fn queue_send_packet<T, M: Mode, P: Protocol>(
     tx: &Sender<T, M, P>,
     msg: Option<T>,
     park: &dyn Park,
@@ -196,7 +196,7 @@ pub(super) fn queue_send_packet<T, M: Mode, P: Protocol>(
 
 /// Takes a select's send packet back: what it brought, and the message if
 /// it came back unsent.
-pub(super) fn settle_send_packet<T, M: Mode, P: Protocol>(
+pub(crate) fn settle_send_packet<T, M: Mode, P: Protocol>(
     tx: &Sender<T, M, P>,
     packet: &mut Option<Arc<Packet<T>>>,
     partner: &mut Option<Arc<Packet<T>>>,
@@ -228,7 +228,7 @@ pub(super) fn settle_send_packet<T, M: Mode, P: Protocol>(
 /// zero-capacity channel, the send selected holding `partner`: fills it,
 /// or, if the receiver gave up on it meanwhile (a deadline, a dropped
 /// future), sends as an ordinary send.
-pub(super) fn send_to_partner<T, M: Mode, P: Protocol>(
+pub(crate) fn send_to_partner<T, M: Mode, P: Protocol>(
     tx: &Sender<T, M, P>,
     partner: &Packet<T>,
     msg: T,
@@ -245,7 +245,7 @@ pub(super) fn send_to_partner<T, M: Mode, P: Protocol>(
 }
 
 /// How a macro send's reserving try ended ([`attempt_reserving`]).
-pub(super) enum Reserving<T> {
+pub(crate) enum Reserving<T> {
     /// No receiver waits: not selected, nothing made.
     Nobody,
     /// Selected: its outcome is in `result` (the receiver got the
@@ -262,9 +262,9 @@ pub(super) enum Reserving<T> {
 /// already, else `make`) and fills the receiver's packet, so that the
 /// receiver that made the send ready is the one that gets it, whatever the
 /// message expression does meanwhile (crossbeam's and Go's semantics;
-/// `rendezvous/`, invariant 7).
+/// `rendezvous/mod.rs`, invariant 7).
 #[cold]
-pub(super) fn attempt_reserving<T, M: Mode, P: Protocol>(
+pub(crate) fn attempt_reserving<T, M: Mode, P: Protocol>(
     tx: &Sender<T, M, P>,
     partner: &mut Option<Arc<Packet<T>>>,
     msg: &mut Option<T>,

@@ -2,18 +2,18 @@
 //! in its [`Rendezvous`] instead of the ring, and the channel as the
 //! rendezvous's blocking `wait` sees it ([`Peers`]). The endpoint, select
 //! and future paths reach these through one test of `Chan::zero`, made
-//! where each path starts; the meeting itself is `rendezvous/`'s.
+//! where each path starts; the meeting itself is in `meeting.rs`,
+//! `packet.rs` and `wait.rs`, beside this file.
 
 use std::time::Instant;
 
+use crate::chan::{Chan, Unsent};
 use crate::error::RecvTimeoutError;
 use crate::hook::{self, Describe, Op, Park, WaitingOn};
 use crate::rendezvous::{Arrival, Filled, Packet, Peers, Rendezvous, Side};
 use crate::sync::Arc;
 use crate::wait_list::Waiters;
 use crate::{Mode, Protocol};
-
-use super::{Chan, Unsent};
 
 /// A receive on a rendezvous channel waiting for a selecting send to fill
 /// its packet: reserved by that send while queued in a select
@@ -65,7 +65,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     /// As for [`try_send_from`](Chan::try_send_from).
     #[cold]
     #[inline(never)]
-    pub(super) unsafe fn zero_try_send_from(
+    pub(crate) unsafe fn zero_try_send_from(
         &self,
         zero: &Rendezvous<T, P::Lock>,
         msg: *const T,
@@ -98,7 +98,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     /// instead (its `SelectedOperation` dropped): nothing was received.
     #[cold]
     #[inline(never)]
-    pub(super) fn zero_await_partner(
+    pub(crate) fn zero_await_partner(
         &self,
         zero: &Rendezvous<T, P::Lock>,
         partner: &Arc<Packet<T>>,
@@ -122,7 +122,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     /// # Safety
     /// As for [`try_send_from`](Chan::try_send_from).
     #[cold]
-    pub(super) unsafe fn zero_send_from(
+    pub(crate) unsafe fn zero_send_from(
         &self,
         zero: &Rendezvous<T, P::Lock>,
         msg: *const T,
@@ -160,7 +160,7 @@ impl<T, M: Mode, P: Protocol> Chan<T, M, P> {
     /// mispredicted return). The wait itself is not
     /// inlined: with a large message type that made `rustc` take minutes.
     #[inline(always)]
-    pub(super) fn zero_recv(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
+    pub(crate) fn zero_recv(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
         let zero = self.zero().expect("a zero-capacity channel");
         hook::with_current(|park| zero.wait::<true>(None, park, deadline, self))
             .map(|got| got.expect("a served receiver has a message"))
