@@ -1,7 +1,7 @@
 //! A quick ping-pong timing loop: two coroutines bouncing a counter through
 //! two capacity-1 SPSC channels, on one executor and on two.
 //!
-//! `cargo run --release -p swco-executor --example pingpong`
+//! `cargo run --release -p swco-executor --example quick_pingpong`
 
 use std::time::Instant;
 
