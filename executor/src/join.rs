@@ -710,12 +710,10 @@ impl<T> JoinHandle<T> {
         let mut backoff = Backoff::new();
         loop {
             // A short spin before parking, as a blocked channel operation
-            // does (asked afresh each time: a coroutine spins only while
-            // its executor has nothing else to run). A thread that spawns
-            // a batch and joins it finds most of it about to finish, and a
-            // park it ends soon after costs a futex wake and, on an idle
-            // virtual machine, a halted vCPU's wake-up, for each handle.
-            // `try_lock`: a look, never a wait behind the completer.
+            // does: a thread joining a batch it spawned finds most of it
+            // about to finish, and each park ended soon after costs a
+            // futex wake (and an idle vCPU's wake-up). `try_lock`: a look,
+            // never a wait behind the completer.
             if !backoff.is_completed() && park.spin_before_park() {
                 let done = slot_of(&self.slot).state.try_lock().is_ok_and(|s| s.done);
                 if !done {
