@@ -824,6 +824,67 @@ fn a_ping_pong_pair_does_not_starve_its_executor() {
     );
 }
 
+/// A ring of coroutines passing a token is a chain of direct hand-offs:
+/// each wakes the next and parks, and the one at the bottom of the chain
+/// runs link after link nested in its park (it never suspends: the last
+/// link wakes it back). The run-next budget must still bring the executor
+/// loop round, whose timers wake a sleeper of the same executor (nothing
+/// from another thread comes to end the chain); were the chain unbounded,
+/// the ring would run to `LIMIT` rounds first.
+#[test]
+fn a_chain_of_direct_hand_offs_lets_the_loop_fire_timers() {
+    const LIMIT: u64 = 200_000;
+    const RING: usize = 8;
+    let rt = runtime(1);
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = Arc::clone(&stop);
+    let sleeper = rt
+        .spawn_on(0, move || {
+            swco_executor::sleep(Duration::from_millis(1));
+            s.store(true, Ordering::SeqCst);
+        })
+        .unwrap();
+    let links: Vec<_> = (0..RING).map(|_| spsc::bounded::<u64>(1)).collect();
+    let (mut txs, rxs): (Vec<_>, Vec<_>) = links.into_iter().unzip();
+    // Member i receives on link i and sends on link i + 1.
+    txs.rotate_left(1);
+    let mut members = Vec::new();
+    for (i, (rx, tx)) in rxs.into_iter().zip(txs).enumerate() {
+        let s = Arc::clone(&stop);
+        members.push(
+            rt.spawn_on(0, move || {
+                let mut rounds = 0u64;
+                if i == 0 {
+                    tx.send(0).unwrap();
+                }
+                // Member 0 stops the ring: it keeps the token once the
+                // sleeper has run or the limit is reached.
+                for token in rx {
+                    rounds += 1;
+                    if i == 0 && (s.load(Ordering::SeqCst) || token >= LIMIT) {
+                        return token;
+                    }
+                    if tx.send(token + 1).is_err() {
+                        break;
+                    }
+                }
+                rounds
+            })
+            .unwrap(),
+        );
+    }
+    sleeper.join().unwrap();
+    let mut members = members.into_iter();
+    let laps = members.next().unwrap().join().unwrap();
+    for m in members {
+        m.join().unwrap();
+    }
+    assert!(
+        laps < LIMIT,
+        "the ring passed its token {laps} times without letting the timer fire"
+    );
+}
+
 /// Stealing moves each stolen job's `live` count to its thief as it
 /// starts, so after many trees of spawns on four executors (thieves
 /// stealing batches from thieves) every executor's count is back to zero

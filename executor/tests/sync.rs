@@ -178,6 +178,66 @@ fn executor_affinity_never_starves_a_waiter_elsewhere() {
 }
 
 #[test]
+fn mutex_contention_lets_timers_and_new_coroutines_run() {
+    // Contenders on one executor pass the lock round for as long as `stop`
+    // is short of 2: every unlock wakes the next one, which runs nested in
+    // the park of the one that woke it. A sleeper (a timer only the
+    // executor loop fires) and a coroutine spawned afterwards (a job the
+    // loop must start) each add 1 to `stop`: the contention must let the
+    // loop come round (the holders' `yield_now` does when a timer is due
+    // or a job waits; the run-next budget bounds the chain otherwise, which
+    // `a_chain_of_direct_hand_offs_lets_the_loop_fire_timers` in
+    // runtime.rs checks alone). Starved, the contenders would go on for
+    // ever and the hang guard would fail the test.
+    in_child_process(
+        "mutex_contention_lets_timers_and_new_coroutines_run",
+        || {
+            const CONTENDERS: usize = 16;
+            let rt = rt(1);
+            let m = Arc::new(Mutex::new(0usize));
+            let stop = Arc::new(AtomicUsize::new(0));
+            let contenders: Vec<_> = (0..CONTENDERS)
+                .map(|_| {
+                    let (m, stop) = (Arc::clone(&m), Arc::clone(&stop));
+                    rt.spawn_on(0, move || {
+                        let mut rounds = 0usize;
+                        while stop.load(Ordering::SeqCst) < 2 {
+                            let mut g = m.lock();
+                            let seen = *g;
+                            yield_now();
+                            *g = seen + 1;
+                            rounds += 1;
+                        }
+                        rounds
+                    })
+                    .unwrap()
+                })
+                .collect();
+            let stop1 = Arc::clone(&stop);
+            let sleeper = rt
+                .spawn_on(0, move || {
+                    swco_executor::sleep(Duration::from_millis(1));
+                    stop1.fetch_add(1, Ordering::SeqCst);
+                })
+                .unwrap();
+            // Let the chain form before the last job is queued.
+            settle();
+            let stop2 = Arc::clone(&stop);
+            let late = rt
+                .spawn_on(0, move || {
+                    stop2.fetch_add(1, Ordering::SeqCst);
+                })
+                .unwrap();
+            sleeper.join().unwrap();
+            late.join().unwrap();
+            let rounds: usize = contenders.into_iter().map(|h| h.join().unwrap()).sum();
+            assert_eq!(*m.lock(), rounds, "an increment was lost");
+            rt.shutdown();
+        },
+    );
+}
+
+#[test]
 fn mutex_try_lock_get_mut_and_lock_async() {
     in_child_process("mutex_try_lock_get_mut_and_lock_async", || {
         let mut m = Mutex::new(1);
