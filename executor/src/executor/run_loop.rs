@@ -11,9 +11,8 @@
 //! * It exits only when asked to stop and its `live` count is 0, and the
 //!   exit is a Dekker pair with spawners (`exited` / `live`, both
 //!   `SeqCst`): a spawner either sees it gone or it sees the spawn.
-//! * Idle watching is bounded ([`IDLE_GRACE`]) and, after its first
-//!   [`IDLE_SPIN`], yields the core between looks: nothing spins for ever,
-//!   nor holds a core another thread needs for longer than that.
+//! * Idle watching is bounded ([`IDLE_GRACE`]) and yields the core between
+//!   looks: nothing spins for ever, nor holds a core another thread needs.
 
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -27,9 +26,6 @@ use crate::sync::Parker;
 /// How long an executor with nothing to run watches its inbox before it
 /// parks its thread.
 const IDLE_GRACE: std::time::Duration = std::time::Duration::from_micros(20);
-
-/// How long of that grace is pure spinning before each look also yields.
-const IDLE_SPIN: std::time::Duration = std::time::Duration::from_micros(5);
 
 impl Local {
     /// Every [`stack::TRIM_PERIOD`], gives back the memory of the free
@@ -255,22 +251,14 @@ impl Local {
                 }
                 std::hint::spin_loop();
             }
-            let idle = start.elapsed();
-            if idle >= IDLE_GRACE {
+            if start.elapsed() >= IDLE_GRACE {
                 return self.shared.inbox.is_pending();
             }
-            // The first few microseconds only spin: a peer executor that
-            // hands work back within them (a contended lock's run moving
-            // between executors) finds this one looking, not inside a
-            // `sched_yield`, whose system call delays the look.
-            if idle < IDLE_SPIN {
-                continue;
-            }
-            // Then give the core away between looks: when more threads want
-            // to run than there are cores (MPI ranks with their bridge
-            // threads, other programs), the thread that would feed the
-            // inbox may be waiting for this very core. With nobody else
-            // runnable the yield returns at once.
+            // Give the core away between looks: when more threads want to
+            // run than there are cores (MPI ranks with their bridge threads,
+            // other programs), the thread that would feed the inbox may be
+            // waiting for this very core. With nobody else runnable the
+            // yield returns at once.
             std::thread::yield_now();
         }
     }
