@@ -17,10 +17,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use swco::Runtime;
-use swco_bench::May;
-
-/// Contending parties (coroutines, or threads for std's barrier).
-const PARTIES: usize = 64;
+use swco_bench::contended::{self, all_parties, PARTIES};
 
 /// Lock iterations per coroutine in `mutex-64`.
 const K: usize = 100;
@@ -35,70 +32,6 @@ fn may_two_workers() {
     ONCE.get_or_init(|| {
         may::config().set_workers(2);
     });
-}
-
-/// Starts `PARTIES` parties with `spawn(i)`, then joins each with `join`;
-/// the time from the first start to the last join.
-fn all_parties<H>(spawn: impl FnMut(usize) -> H, join: impl Fn(H)) -> Duration {
-    let start = Instant::now();
-    let hs: Vec<H> = (0..PARTIES).map(spawn).collect();
-    for h in hs {
-        join(h);
-    }
-    start.elapsed()
-}
-
-/// `PARTIES` swco coroutines each do `K` increments of one counter, holding
-/// the guard across `swco::yield_now()`.
-fn swco_mutex(rt: &Runtime) -> Duration {
-    let m = Arc::new(swco::sync::Mutex::new(0usize));
-    let t = all_parties(
-        |i| {
-            let m = Arc::clone(&m);
-            // Party i on executor i mod 2, as may's party i on worker i mod 2.
-            rt.spawn_on(i % 2, move || {
-                for _ in 0..K {
-                    let mut g = m.lock();
-                    let v = *g;
-                    swco::yield_now();
-                    *g = v + 1;
-                }
-            })
-            .expect("executor in range")
-        },
-        |h| h.join().expect("a contender finished"),
-    );
-    assert_eq!(
-        *m.lock(),
-        PARTIES * K,
-        "swco::sync::Mutex lost an increment"
-    );
-    t
-}
-
-/// The same with may coroutines on `may::sync::Mutex`.
-fn may_mutex() -> Duration {
-    let m = Arc::new(may::sync::Mutex::new(0usize));
-    let t = all_parties(
-        |i| {
-            let m = Arc::clone(&m);
-            May::spawn(i, move || {
-                for _ in 0..K {
-                    let mut g = m.lock().expect("not poisoned");
-                    let v = *g;
-                    may::coroutine::yield_now();
-                    *g = v + 1;
-                }
-            })
-        },
-        |h| h.join().expect("a contender finished"),
-    );
-    assert_eq!(
-        *m.lock().expect("not poisoned"),
-        PARTIES * K,
-        "may::sync::Mutex lost an increment"
-    );
-    t
 }
 
 /// What the parties of one barrier run share: when the timed rounds began
@@ -199,9 +132,11 @@ fn bench(c: &mut Criterion) {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3));
     g.bench_function("swco", |b| {
-        b.iter_custom(|i| rounds(i, &|| swco_mutex(&rt)))
+        b.iter_custom(|i| rounds(i, &|| contended::swco_mutex(&rt, K)))
     });
-    g.bench_function("may", |b| b.iter_custom(|i| rounds(i, &may_mutex)));
+    g.bench_function("may", |b| {
+        b.iter_custom(|i| rounds(i, &|| contended::may_mutex(K)))
+    });
     g.finish();
 
     let mut g = c.benchmark_group("sync/barrier-64");

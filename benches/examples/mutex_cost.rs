@@ -32,14 +32,9 @@
 //! on executor `i` mod the count), the rounds on one runtime (default 1;
 //! medians are reported) and `may` for the comparison.
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
 use swco::Runtime;
-use swco_bench::May;
-
-/// Contending coroutines.
-const PARTIES: usize = 64;
+use swco_bench::contended::{self, PARTIES};
+use swco_bench::median;
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -54,99 +49,44 @@ fn main() {
     if vs_may {
         may::config().set_workers(executors);
     }
+    // Seconds a round, and swco's time over may's, round by round.
     let mut swco_times = Vec::new();
     let mut may_times = Vec::new();
     let mut ratios = Vec::new();
     for _ in 0..rounds.max(1) {
-        let s = swco_run(&rt, k, executors);
+        let s = contended::swco_mutex(&rt, k).as_secs_f64();
         swco_times.push(s);
         if vs_may {
-            let m = may_run(k);
+            let m = contended::may_mutex(k).as_secs_f64();
             may_times.push(m);
-            ratios.push(s.as_secs_f64() / m.as_secs_f64());
+            ratios.push(s / m);
         }
     }
-    let hand_offs = PARTIES * k;
+    let hand_offs = (PARTIES * k).max(1) as f64;
     let s = median(&mut swco_times);
     println!(
-        "swco: {hand_offs} hand-offs on {executors} executor(s): {:.0} ns each \
-         (median of {} rounds: {s:?})",
-        s.as_nanos() as f64 / hand_offs.max(1) as f64,
+        "swco: {} hand-offs on {executors} executor(s): {:.0} ns each \
+         (median of {} rounds: {:.1} us)",
+        PARTIES * k,
+        s * 1e9 / hand_offs,
         swco_times.len(),
+        s * 1e6,
     );
     if vs_may {
         let m = median(&mut may_times);
-        ratios.sort_by(f64::total_cmp);
         println!(
-            "may:  {hand_offs} hand-offs on {executors} worker(s): {:.0} ns each (median {m:?})",
-            m.as_nanos() as f64 / hand_offs.max(1) as f64,
+            "may:  {} hand-offs on {executors} worker(s): {:.0} ns each (median {:.1} us)",
+            PARTIES * k,
+            m * 1e9 / hand_offs,
+            m * 1e6,
         );
+        // `median` leaves the ratios sorted, for the quartiles.
+        let r = median(&mut ratios);
         println!(
-            "swco / may: {:.2}x (median of {} rounds' ratios; quartiles {:.2}x to {:.2}x)",
-            ratios[ratios.len() / 2],
+            "swco / may: {r:.2}x (median of {} rounds' ratios; quartiles {:.2}x to {:.2}x)",
             ratios.len(),
             ratios[ratios.len() / 4],
             ratios[ratios.len() * 3 / 4],
         );
     }
-}
-
-fn median<T: Ord + Copy>(v: &mut [T]) -> T {
-    v.sort();
-    v[v.len() / 2]
-}
-
-/// One round on swco: the time from the first spawn to the last join.
-fn swco_run(rt: &Runtime, k: usize, executors: usize) -> Duration {
-    let m = Arc::new(swco::sync::Mutex::new(0usize));
-    let start = Instant::now();
-    let parties: Vec<_> = (0..PARTIES)
-        .map(|i| {
-            let m = Arc::clone(&m);
-            rt.spawn_on(i % executors, move || {
-                for _ in 0..k {
-                    let mut g = m.lock();
-                    let v = *g;
-                    swco::yield_now();
-                    *g = v + 1;
-                }
-            })
-            .expect("executor in range")
-        })
-        .collect();
-    for p in parties {
-        p.join().expect("a contender finished");
-    }
-    let elapsed = start.elapsed();
-    assert_eq!(*m.lock(), PARTIES * k, "swco's mutex lost an increment");
-    elapsed
-}
-
-/// The same round on may.
-fn may_run(k: usize) -> Duration {
-    let m = Arc::new(may::sync::Mutex::new(0usize));
-    let start = Instant::now();
-    let parties: Vec<_> = (0..PARTIES)
-        .map(|i| {
-            let m = Arc::clone(&m);
-            May::spawn(i, move || {
-                for _ in 0..k {
-                    let mut g = m.lock().expect("not poisoned");
-                    let v = *g;
-                    may::coroutine::yield_now();
-                    *g = v + 1;
-                }
-            })
-        })
-        .collect();
-    for p in parties {
-        p.join().expect("a contender finished");
-    }
-    let elapsed = start.elapsed();
-    assert_eq!(
-        *m.lock().expect("not poisoned"),
-        PARTIES * k,
-        "may's mutex lost an increment"
-    );
-    elapsed
 }

@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 use swco::channel::{mpmc, spsc, Protocol};
 use swco::Runtime;
 
+pub mod contended;
+
 /// Producer and consumer counts of the seed paper's Table 1.
 pub const TABLE1_N: [usize; 3] = [1, 10, 32];
 
