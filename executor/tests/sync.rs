@@ -126,6 +126,34 @@ fn mutex_counts_exactly_with_guards_held_across_yields() {
     );
 }
 
+/// Spawns `count` coroutines on executor 0 that lock `m` and increment it
+/// (a read, a `yield_now` with the guard held, a write) for as long as
+/// `stop` is short of 2; each returns its increments.
+fn hammers_on_executor_0(
+    rt: &Runtime,
+    count: usize,
+    m: &Arc<Mutex<usize>>,
+    stop: &Arc<AtomicUsize>,
+) -> Vec<JoinHandle<usize>> {
+    (0..count)
+        .map(|_| {
+            let (m, stop) = (Arc::clone(m), Arc::clone(stop));
+            rt.spawn_on(0, move || {
+                let mut rounds = 0usize;
+                while stop.load(Ordering::SeqCst) < 2 {
+                    let mut g = m.lock();
+                    let seen = *g;
+                    yield_now();
+                    *g = seen + 1;
+                    rounds += 1;
+                }
+                rounds
+            })
+            .unwrap()
+        })
+        .collect()
+}
+
 #[test]
 fn executor_affinity_never_starves_a_waiter_elsewhere() {
     // Coroutines of executor 0 pass the lock among themselves for as long
@@ -139,22 +167,7 @@ fn executor_affinity_never_starves_a_waiter_elsewhere() {
         let rt = rt(2);
         let m = Arc::new(Mutex::new(0usize));
         let stop = Arc::new(AtomicUsize::new(0));
-        let hammers: Vec<_> = (0..HAMMERS)
-            .map(|_| {
-                let (m, stop) = (Arc::clone(&m), Arc::clone(&stop));
-                rt.spawn_on(0, move || {
-                    let mut rounds = 0usize;
-                    while stop.load(Ordering::SeqCst) < 2 {
-                        let mut g = m.lock();
-                        yield_now();
-                        *g += 1;
-                        rounds += 1;
-                    }
-                    rounds
-                })
-                .unwrap()
-            })
-            .collect();
+        let hammers = hammers_on_executor_0(&rt, HAMMERS, &m, &stop);
         // Let the hammers' queue form before the others join it.
         settle();
         let (m1, stop1) = (Arc::clone(&m), Arc::clone(&stop));
@@ -196,23 +209,7 @@ fn mutex_contention_lets_timers_and_new_coroutines_run() {
             let rt = rt(1);
             let m = Arc::new(Mutex::new(0usize));
             let stop = Arc::new(AtomicUsize::new(0));
-            let contenders: Vec<_> = (0..CONTENDERS)
-                .map(|_| {
-                    let (m, stop) = (Arc::clone(&m), Arc::clone(&stop));
-                    rt.spawn_on(0, move || {
-                        let mut rounds = 0usize;
-                        while stop.load(Ordering::SeqCst) < 2 {
-                            let mut g = m.lock();
-                            let seen = *g;
-                            yield_now();
-                            *g = seen + 1;
-                            rounds += 1;
-                        }
-                        rounds
-                    })
-                    .unwrap()
-                })
-                .collect();
+            let contenders = hammers_on_executor_0(&rt, CONTENDERS, &m, &stop);
             let stop1 = Arc::clone(&stop);
             let sleeper = rt
                 .spawn_on(0, move || {
