@@ -198,6 +198,10 @@ pub(crate) struct RuntimeShared {
     /// The threads that run `unblock` and `spawn_blocking` jobs
     /// (`blocking.rs`).
     pub(crate) blocking: Arc<crate::blocking::BlockingPool>,
+    /// The machine has a core for each executor, so an idle executor
+    /// may watch its inbox without yielding while a peer works
+    /// (`Local::idle_grace`).
+    pub(crate) core_each: bool,
 }
 
 impl RuntimeShared {
@@ -246,5 +250,14 @@ impl RuntimeShared {
 
     pub(crate) fn executors(&self) -> usize {
         self.executors.len()
+    }
+
+    /// Whether an executor other than `me` has work (a hint: its `idle`
+    /// flag, which an offer of work may have cleared early).
+    pub(crate) fn peer_busy(&self, me: usize) -> bool {
+        self.executors
+            .iter()
+            // Relaxed: a hint for how to wait, never for what to run.
+            .any(|e| e.index != me && !e.idle.load(Ordering::Relaxed))
     }
 }

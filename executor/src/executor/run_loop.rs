@@ -12,7 +12,8 @@
 //!   exit is a Dekker pair with spawners (`exited` / `live`, both
 //!   `SeqCst`): a spawner either sees it gone or it sees the spawn.
 //! * Idle watching is bounded ([`IDLE_GRACE`]) and yields the core between
-//!   looks: nothing spins for ever, nor holds a core another thread needs.
+//!   looks unless each executor has a core and a peer executor is busy:
+//!   nothing spins for ever, nor holds a core another thread needs.
 
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -258,8 +259,18 @@ impl Local {
             // run than there are cores (MPI ranks with their bridge threads,
             // other programs), the thread that would feed the inbox may be
             // waiting for this very core. With nobody else runnable the
-            // yield returns at once.
-            std::thread::yield_now();
+            // yield returns at once, but it is a system call: one thread
+            // yielding in a loop slows a coroutine workload on the other
+            // core by a quarter or more (the hypervisor and the kernel's
+            // scheduler both take their share), while a `pause` loop does
+            // not. So while a peer executor works and every executor has a
+            // core of its own, the likely feeder is that peer, running,
+            // and the watch does not yield. Spinning always was measured
+            // the other way: it slowed an MPI rank's executor whose feeder
+            // is a bridge thread of the same process.
+            if !(self.runtime.core_each && self.runtime.peer_busy(self.shared.index)) {
+                std::thread::yield_now();
+            }
         }
     }
 

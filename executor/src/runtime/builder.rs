@@ -363,6 +363,7 @@ impl RuntimeBuilder {
             stall_report: self.stall_report,
             trace,
             blocking: BlockingPool::new(self.blocking_threads, self.blocking_keep_alive),
+            core_each: thread::available_parallelism().is_ok_and(|n| self.executors <= n.get()),
         });
         if self.dump_on_sigquit {
             crate::sigquit::register(&shared, |rt| rt.dump::<executor::Local>(None))
