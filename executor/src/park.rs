@@ -170,6 +170,19 @@ impl<E: ParkSite> Park for CoroutinePark<E> {
         }
     }
 
+    fn waiter(&self) -> (Waker, usize) {
+        match self.running() {
+            Some((local, header)) => (header_waker(Arc::clone(header)), local as *const E as usize),
+            None => (self.fallback.waker(), 0),
+        }
+    }
+
+    fn thread_home(&self) -> usize {
+        // The executor's, whatever runs: as `home` answers for its
+        // coroutines.
+        self.local.get() as usize
+    }
+
     fn party(&self) -> usize {
         // SAFETY: as in `running`: a non-null `local` points at the live
         // Local of this thread's executor.

@@ -84,6 +84,9 @@ impl Park for HomePark {
     fn home(&self) -> usize {
         self.home
     }
+    fn thread_home(&self) -> usize {
+        self.home
+    }
 }
 
 /// Runs the rest of this loom thread at `home`.

@@ -141,6 +141,25 @@ pub trait Park {
     fn home(&self) -> usize {
         0
     }
+
+    /// The home of this context's thread as a giver sees it: where the
+    /// parties it wakes would run if they were its own (an executor thread:
+    /// that executor), `0` for none (the default). Read once, when the
+    /// context is installed ([`set_current`]), and answered by
+    /// [`current_home`] without a call: a hand-off asks it every time.
+    /// Unlike [`home`](Park::home) it does not depend on what runs at the
+    /// moment, which a giver's preference need not know.
+    fn thread_home(&self) -> usize {
+        0
+    }
+
+    /// [`waker`](Park::waker) and [`home`](Park::home) at once, for a
+    /// waiter about to register: an implementation that finds both through
+    /// one lookup (an executor's running coroutine) answers with one.
+    #[inline]
+    fn waiter(&self) -> (Waker, usize) {
+        (self.waker(), self.home())
+    }
 }
 
 /// The default context: parks the OS thread with a token parker.
@@ -240,12 +259,15 @@ std::thread_local! {
     static USERS: Cell<usize> = const { Cell::new(0) };
     /// Only its address matters: this thread's [`Park::party`].
     static PARTY: u8 = const { 0 };
+    /// The installed context's [`Park::thread_home`].
+    static HOME: Cell<usize> = const { Cell::new(0) };
 }
 #[cfg(loom)]
 thread_local! {
     static INSTALLED: Cell<Option<NonNull<dyn Park>>> = Cell::new(None);
     static USERS: Cell<usize> = Cell::new(0);
     static PARTY: u8 = 0;
+    static HOME: Cell<usize> = Cell::new(0);
 }
 
 /// Installs `hook` as this thread's park context and returns the previous
@@ -269,9 +291,11 @@ pub fn set_current(hook: Option<Rc<dyn Park>>) -> Option<Rc<dyn Park>> {
         "swco: hook::set_current while a blocking operation is parked on this thread"
     );
     let installed = hook.as_deref().map(NonNull::from);
+    let home = hook.as_deref().map_or(0, Park::thread_home);
     match CURRENT.try_with(|c| std::mem::replace(&mut *c.0.borrow_mut(), hook)) {
         Ok(previous) => {
             let _ = INSTALLED.try_with(|i| i.set(installed));
+            let _ = HOME.try_with(|h| h.set(home));
             previous
         }
         // The thread is exiting and the slot that would own the context is
@@ -316,18 +340,13 @@ pub fn current_party() -> usize {
     }
 }
 
-/// The [`Park::home`] of this thread's park context: where a party
-/// blocking now would be woken, `0` outside an installed context. Does not
-/// block, like [`current_party`].
+/// The [`Park::thread_home`] of this thread's park context, `0` outside an
+/// installed context: the home a hand-off from this thread prefers. Does
+/// not block, like [`current_party`].
 #[must_use]
 #[inline]
 pub fn current_home() -> usize {
-    match INSTALLED.try_with(Cell::get).ok().flatten() {
-        // SAFETY: as in `current_party`: `home` does not call out, and the
-        // reference does not outlive this call.
-        Some(installed) => unsafe { (*installed.as_ptr()).home() },
-        None => 0,
-    }
+    HOME.try_with(Cell::get).unwrap_or(0)
 }
 
 /// This thread's park context: the installed one, or the OS-thread parker.

@@ -198,9 +198,10 @@ pub fn wait_for_grant<L: RawLock>(
     give_back: impl Fn(),
 ) {
     hook::with_current(|park| loop {
+        let (waker, home) = park.waiter();
         let mut leave = Leave {
             list,
-            key: Some(list.add_at(park.waker(), park.home())),
+            key: Some(list.add_at(waker, home)),
             give_back: &give_back,
         };
         fence(Ordering::SeqCst);

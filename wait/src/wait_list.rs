@@ -424,6 +424,9 @@ mod tests {
         fn home(&self) -> usize {
             self.0
         }
+        fn thread_home(&self) -> usize {
+            self.0
+        }
     }
 
     /// Runs `f` as a giver at `home`.
