@@ -89,6 +89,13 @@ impl Local {
             self.raise_cancel();
             return;
         }
+        self.suspend_yield();
+    }
+
+    /// The suspension of [`yield_running`](Self::yield_running), out of
+    /// line: the common return at once then saves no registers for it.
+    #[inline(never)]
+    fn suspend_yield(&self) {
         self.suspend(Suspend::Yield);
     }
 
