@@ -261,11 +261,11 @@ impl Local {
             // waiting for this very core. With nobody else runnable the
             // yield returns at once, but it is a system call: one thread
             // yielding in a loop slows a coroutine workload on the other
-            // core by a quarter or more (the hypervisor and the kernel's
-            // scheduler both take their share), while a `pause` loop does
-            // not. So while a peer executor works and every executor has a
-            // core of its own, the likely feeder is that peer, running,
-            // and the watch does not yield. Spinning always was measured
+            // core (the hypervisor and the kernel's scheduler both take
+            // their share), while a `pause` loop does not. So while a peer
+            // executor works and every executor has a core of its own, the
+            // likely feeder is that peer, running, and the watch does not
+            // yield. Spinning always was measured
             // the other way: it slowed an MPI rank's executor whose feeder
             // is a bridge thread of the same process.
             if !(self.runtime.core_each && self.runtime.peer_busy(self.shared.index)) {
