@@ -265,9 +265,9 @@ impl Local {
             // their share), while a `pause` loop does not. So while a peer
             // executor works and every executor has a core of its own, the
             // likely feeder is that peer, running, and the watch does not
-            // yield. Spinning always was measured
-            // the other way: it slowed an MPI rank's executor whose feeder
-            // is a bridge thread of the same process.
+            // yield. Spinning always was measured the other way: it slowed
+            // an MPI rank's executor whose feeder is a bridge thread of the
+            // same process.
             if !(self.runtime.core_each && self.runtime.peer_busy(self.shared.index)) {
                 std::thread::yield_now();
             }
