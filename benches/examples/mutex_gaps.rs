@@ -2,10 +2,12 @@
 //! time: the scenario of the `sync` bench's `mutex-64` group (64
 //! coroutines, each doing `k` read / `yield_now` / write increments with the
 //! guard held across the yield), with the time of every acquisition
-//! recorded, in three placements alternated round by round in one process:
+//! recorded, in four placements alternated round by round in one process:
 //!
 //! - **split**: party `i` on executor `i` mod 2, as the bench places them;
 //! - **one**: every party on executor 0 (executor 1 idle, parked);
+//! - **one, on 1**: every party on executor 1 (whose thread may sit on
+//!   a faster or slower virtual CPU than executor 0's);
 //! - **one + spinner**: the same, with a coroutine on executor 1 that spins
 //!   (`spin_loop`) until the round ends, as an idle executor does in its
 //!   grace period.
@@ -42,6 +44,7 @@ use swco_bench::median;
 enum Placement {
     Split,
     One,
+    OneOnSecond,
     OneWithSpinner,
 }
 
@@ -70,10 +73,10 @@ fn round(rt: &Runtime, k: usize, placement: Placement) -> (f64, [(u64, u64); POS
     let parties: Vec<_> = (0..PARTIES)
         .map(|i| {
             let (m, stamps) = (Arc::clone(&m), Arc::clone(&stamps));
-            let on = if placement == Placement::Split {
-                i % 2
-            } else {
-                0
+            let on = match placement {
+                Placement::Split => i % 2,
+                Placement::OneOnSecond => 1,
+                Placement::One | Placement::OneWithSpinner => 0,
             };
             rt.spawn_on(on, move || {
                 for _ in 0..k {
@@ -122,6 +125,7 @@ fn main() {
     let placements = [
         (Placement::Split, "split"),
         (Placement::One, "one"),
+        (Placement::OneOnSecond, "one, on 1"),
         (Placement::OneWithSpinner, "one + spinner"),
     ];
     let mut means = vec![Vec::new(); placements.len()];
