@@ -8,9 +8,9 @@
 //! - **one**: every party on executor 0 (executor 1 idle, parked);
 //! - **one, on 1**: every party on executor 1 (whose thread may sit on
 //!   a faster or slower virtual CPU than executor 0's);
-//! - **one + spinner**: the same, with a coroutine on executor 1 that spins
-//!   (`spin_loop`) until the round ends, as an idle executor does in its
-//!   grace period.
+//! - **one + spinner**: every party on executor 0, with a coroutine on
+//!   executor 1 that spins (`spin_loop`) until the round ends, as an idle
+//!   executor does in its grace period.
 //!
 //! For each it prints the median round's mean time between consecutive
 //! acquisitions with the context switches, direct hand-offs, blocks and
@@ -119,8 +119,14 @@ fn round(rt: &Runtime, k: usize, placement: Placement) -> (f64, [(u64, u64); POS
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let k: usize = args.next().map_or(100, |a| a.parse().expect("a count"));
-    let rounds: usize = args.next().map_or(30, |a| a.parse().expect("a count"));
+    let k: usize = args
+        .next()
+        .map_or(100, |a| a.parse().expect("a count"))
+        .max(1);
+    let rounds: usize = args
+        .next()
+        .map_or(30, |a| a.parse().expect("a count"))
+        .max(1);
     let rt = Runtime::builder().executors(2).build().expect("a runtime");
     let placements = [
         (Placement::Split, "split"),
@@ -131,7 +137,7 @@ fn main() {
     let mut means = vec![Vec::new(); placements.len()];
     let mut counts = vec![[0u64; 4]; placements.len()];
     let mut split_positions = [(0u64, 0u64); POSITIONS + 1];
-    for _ in 0..rounds.max(1) {
+    for _ in 0..rounds {
         for (i, &(placement, _)) in placements.iter().enumerate() {
             let before = rt.stats().total();
             let (mean, by_position) = round(&rt, k, placement);
@@ -154,7 +160,7 @@ fn main() {
         }
     }
     for (i, (_, name)) in placements.iter().enumerate() {
-        let per = |c: u64| c as f64 / (rounds.max(1) * PARTIES * k) as f64;
+        let per = |c: u64| c as f64 / (rounds * PARTIES * k) as f64;
         let [sw, ho, bl, pk] = counts[i];
         println!("{name:>14}: {:.0} ns between acquisitions (median of {} rounds); per acquisition: {:.2} switches, {:.2} direct hand-offs, {:.2} blocks, {:.4} parks", median(&mut means[i]), means[i].len(), per(sw), per(ho), per(bl), per(pk));
     }
