@@ -42,9 +42,57 @@
 //! extra work at all; a progress mark of its own, even a thread-local flag
 //! tested per run, showed up in the instruction count of a hop.
 //!
-//! The loom models in `loom_tests/stall.rs` check these.
+//! A watcher whose deadline has passed decides from a [`Sighting`] (what
+//! it read, in that order) before it claims the report: besides the
+//! accounting above, coroutines waiting on the blocking pool are not
+//! stalled (its threads will wake them), and neither are coroutines whose
+//! wake or spawn already sits in an executor's inbox (a pool thread that
+//! finished a job wakes its coroutine just before it stops counting as
+//! busy; an executor that timed out in between has not drained it yet).
+//!
+//! The loom models in `loom_tests/stall.rs` check the accounting; the
+//! tests below, each reason not to report on its own.
 
 use crate::sync::{AtomicU64, AtomicUsize, Ordering};
+
+/// What a watcher reads once its deadline has passed, in this order.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Sighting {
+    /// Live coroutines of the runtime.
+    pub(crate) live: usize,
+    /// Whether the blocking pool has jobs queued or running.
+    pub(crate) blocking_busy: bool,
+    /// [`StallWatch::all_idle`].
+    pub(crate) all_idle: bool,
+    /// Whether the progress is still the value the watch holds.
+    pub(crate) progress_unchanged: bool,
+    /// Whether any executor's inbox holds a wake or a spawn.
+    pub(crate) inbox_pending: bool,
+}
+
+/// What a watcher does with its [`Sighting`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Not a stall now (or none to report).
+    NoStall,
+    /// Not a stall while the blocking pool works: watch again from now.
+    Rewatch,
+    /// A stall: report it, if [`StallWatch::claim_report`] agrees.
+    Stalled,
+}
+
+impl Sighting {
+    #[must_use]
+    pub(crate) fn verdict(&self) -> Verdict {
+        if self.blocking_busy {
+            Verdict::Rewatch
+        } else if self.live > 0 && self.all_idle && self.progress_unchanged && !self.inbox_pending {
+            Verdict::Stalled
+        } else {
+            Verdict::NoStall
+        }
+    }
+}
 
 /// The runtime-wide idle accounting (one per runtime).
 pub(crate) struct StallWatch {
@@ -100,5 +148,68 @@ impl StallWatch {
                 .reported
                 .compare_exchange(last, progress, Ordering::SeqCst, Ordering::SeqCst)
                 .is_ok()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::{Sighting, Verdict};
+
+    /// Every sign of a stall.
+    fn stalled() -> Sighting {
+        Sighting {
+            live: 3,
+            blocking_busy: false,
+            all_idle: true,
+            progress_unchanged: true,
+            inbox_pending: false,
+        }
+    }
+
+    #[test]
+    fn every_sign_is_a_stall() {
+        assert_eq!(stalled().verdict(), Verdict::Stalled);
+    }
+
+    #[test]
+    fn a_wake_waiting_in_an_inbox_is_no_stall() {
+        let seen = Sighting {
+            inbox_pending: true,
+            ..stalled()
+        };
+        assert_eq!(seen.verdict(), Verdict::NoStall);
+    }
+
+    #[test]
+    fn a_busy_blocking_pool_is_watched_again() {
+        for pending in [false, true] {
+            let seen = Sighting {
+                blocking_busy: true,
+                inbox_pending: pending,
+                ..stalled()
+            };
+            assert_eq!(seen.verdict(), Verdict::Rewatch);
+        }
+    }
+
+    #[test]
+    fn progress_a_waking_executor_or_no_coroutine_is_no_stall() {
+        let cases = [
+            Sighting {
+                live: 0,
+                ..stalled()
+            },
+            Sighting {
+                all_idle: false,
+                ..stalled()
+            },
+            Sighting {
+                progress_unchanged: false,
+                ..stalled()
+            },
+        ];
+        for seen in cases {
+            assert_eq!(seen.verdict(), Verdict::NoStall, "{seen:?}");
+        }
     }
 }

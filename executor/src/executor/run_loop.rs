@@ -22,6 +22,7 @@ use super::schedule::Runnable;
 use super::Local;
 use crate::shared::{bump, raise, StopMode};
 use crate::stack;
+use crate::stall::{Sighting, Verdict};
 use crate::sync::Parker;
 
 /// How long an executor with nothing to run watches its inbox before it
@@ -177,37 +178,35 @@ impl Local {
     fn leave_idle(&self, stall_at: Option<Instant>) {
         let stall = &self.runtime.stall;
         if let (Some(at), Some((watch, since))) = (stall_at, self.watch.get()) {
-            let n = self.runtime.executors();
-            // SeqCst: pairs with spawns and finishes (`RuntimeShared::live`).
-            let live = self.runtime.live.load(Ordering::SeqCst);
-            if Instant::now() >= at && self.runtime.blocking.busy() {
-                // Coroutines waiting on the blocking pool are not stalled:
-                // its threads will wake them. Watch again from now.
-                self.watch.set(Some((watch, Instant::now())));
-            } else if Instant::now() >= at
-                && live > 0
-                && stall.all_idle(n)
-                && self.runtime.progress() == watch
-                // A wake or spawn waiting in an inbox is progress about
-                // to happen, not yet counted: a pool thread that finished
-                // a job woke its coroutine just before it stopped counting
-                // as busy, and the executor that timed out here has not
-                // drained it yet.
-                && !self
-                    .runtime
-                    .executor_shared()
-                    .iter()
-                    .any(|e| e.inbox.is_pending())
-                && stall.claim_report(watch)
-            {
-                let dump = self.runtime.dump(Some(self));
-                eprintln!(
-                    "swco: stalled: {}, none runnable and none with a deadline, nothing woken \
-                     for {:.1?}. This is a report, not an abort: a plain thread (or a coroutine \
-                     of another runtime) may still wake them.\n{dump}",
-                    crate::dump::count(live, "live coroutine"),
-                    since.elapsed()
-                );
+            if Instant::now() >= at {
+                let n = self.runtime.executors();
+                let seen = Sighting {
+                    // SeqCst: pairs with spawns and finishes
+                    // (`RuntimeShared::live`).
+                    live: self.runtime.live.load(Ordering::SeqCst),
+                    blocking_busy: self.runtime.blocking.busy(),
+                    all_idle: stall.all_idle(n),
+                    progress_unchanged: self.runtime.progress() == watch,
+                    inbox_pending: self
+                        .runtime
+                        .executor_shared()
+                        .iter()
+                        .any(|e| e.inbox.is_pending()),
+                };
+                match seen.verdict() {
+                    Verdict::Rewatch => self.watch.set(Some((watch, Instant::now()))),
+                    Verdict::Stalled if stall.claim_report(watch) => {
+                        let dump = self.runtime.dump(Some(self));
+                        eprintln!(
+                            "swco: stalled: {}, none runnable and none with a deadline, nothing \
+                             woken for {:.1?}. This is a report, not an abort: a plain thread (or \
+                             a coroutine of another runtime) may still wake them.\n{dump}",
+                            crate::dump::count(seen.live, "live coroutine"),
+                            since.elapsed()
+                        );
+                    }
+                    Verdict::Stalled | Verdict::NoStall => {}
+                }
             }
         }
         stall.leave();
