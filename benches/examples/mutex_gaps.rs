@@ -20,16 +20,16 @@
 //! (or may worker) before the lock crosses to the other. For swco it adds
 //! the context switches, direct hand-offs, blocks and parks per
 //! acquisition (from `Runtime::stats`), and for *split* that time by
-//! position in a run (0: the first after the lock crossed). may's runs
-//! are hundreds to thousands of acquisitions long where swco's split runs
-//! are tens: may schedules
-//! a woken coroutine on the waker's worker, so the contenders gather on
-//! one worker, while a swco coroutine never leaves its executor and the
-//! lock has to go to the waiters of the other. *split* slower than *one*
-//! at every position, not only at 0 (in many runs), says the crossing is
-//! not the whole cost; the
-//! spinner's placement as fast as *one* says the idle executor's spinning
-//! is not it either (see `docs/DESIGN.md`, "A contended lock's hand-off").
+//! position in a run (0: the first after the lock crossed).
+//!
+//! may's runs are hundreds to thousands of acquisitions long where swco's
+//! split runs are tens: may schedules a woken coroutine on the waker's
+//! worker, so the contenders gather on one worker, while a swco coroutine
+//! never leaves its executor and the lock has to go to the waiters of the
+//! other. *split* slower than *one* at every position, not only at 0 (in
+//! many runs), says the crossing is not the whole cost; the spinner's
+//! placement as fast as *one* says the idle executor's spinning is not it
+//! either (see `docs/DESIGN.md`, "A contended lock's hand-off").
 //! Every round checks its count.
 //!
 //! ```sh
